@@ -1,0 +1,43 @@
+// Allocator: where tensor buffers come from. The CPU allocator hands out
+// 64-byte-aligned memory and keeps statistics.
+//
+// Thread safety: allocators are shared by every kernel; all methods are
+// thread-safe.
+#ifndef RUNNEL_FRAMEWORK_ALLOCATOR_H_
+#define RUNNEL_FRAMEWORK_ALLOCATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace runnel {
+
+inline constexpr size_t kAllocatorAlignment = 64;
+
+struct AllocatorStats {
+  int64_t num_allocs = 0;         // Allocations ever made.
+  int64_t bytes_in_use = 0;       // Bytes currently allocated.
+  int64_t peak_bytes_in_use = 0;  // High-water mark of bytes_in_use.
+  int64_t largest_alloc_size = 0;
+  std::string DebugString() const;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual std::string Name() const = 0;
+  // Returns memory aligned to `alignment` (a power of two), or nullptr when
+  // out of memory. `bytes` may be 0.
+  virtual void* AllocateRaw(size_t alignment, size_t bytes) = 0;
+  // `bytes` must be the size passed to AllocateRaw.
+  virtual void DeallocateRaw(void* ptr, size_t bytes) = 0;
+  virtual AllocatorStats GetStats() const = 0;
+  virtual void ClearStats() {}
+};
+
+// The process-wide CPU allocator (never destroyed).
+Allocator* cpu_allocator();
+
+}  // namespace runnel
+
+#endif  // RUNNEL_FRAMEWORK_ALLOCATOR_H_

@@ -1,0 +1,357 @@
+#include "runnel/framework/tensor.h"
+
+#include <charconv>
+#include <cstring>
+#include <new>
+
+#include "absl/strings/escaping.h"
+
+namespace runnel {
+
+// ---------------------------------------------------------------------------
+// TensorBuffer
+
+TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dt,
+                                     int64_t num_elements) {
+  auto* b = new TensorBuffer;
+  b->allocator_ = a;
+  if (dt == DT_STRING) {
+    b->size_ = sizeof(std::string) * num_elements;
+  } else {
+    b->size_ = static_cast<size_t>(DataTypeSize(dt)) * num_elements;
+  }
+  b->data_ = a->AllocateRaw(kAllocatorAlignment, b->size_);
+  if (b->data_ == nullptr) {
+    b->allocator_ = nullptr;
+    b->Unref();
+    return nullptr;
+  }
+  if (dt == DT_STRING) {
+    auto* s = static_cast<std::string*>(b->data_);
+    for (int64_t i = 0; i < num_elements; ++i) new (s + i) std::string();
+    b->num_strings_ = num_elements;
+  }
+  return b;
+}
+
+TensorBuffer* TensorBuffer::SubBuffer(TensorBuffer* root, size_t offset,
+                                      size_t bytes) {
+  auto* b = new TensorBuffer;
+  root->Ref();
+  b->root_ = root;
+  b->data_ = static_cast<char*>(root->data()) + offset;
+  b->size_ = bytes;
+  return b;
+}
+
+TensorBuffer::~TensorBuffer() {
+  if (root_ != nullptr) {
+    root_->Unref();
+    return;
+  }
+  if (num_strings_ > 0) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < num_strings_; ++i) s[i].~basic_string();
+  }
+  if (allocator_ != nullptr) allocator_->DeallocateRaw(data_, size_);
+}
+
+// ---------------------------------------------------------------------------
+// Tensor
+
+Tensor::Tensor(DataType dtype, const TensorShape& shape)
+    : Tensor(cpu_allocator(), dtype, shape) {}
+
+Tensor::Tensor(Allocator* a, DataType dtype, const TensorShape& shape)
+    : dtype_(dtype), shape_(shape) {
+  RUNNEL_CHECK(dtype == DT_STRING || DataTypeIsPod(dtype));
+  buf_ = TensorBuffer::Allocate(a, dtype, shape.num_elements());
+  RUNNEL_CHECK(buf_ != nullptr);
+}
+
+StatusOr<Tensor> Tensor::Allocate(Allocator* a, DataType dtype,
+                                  const TensorShape& shape) {
+  if (dtype != DT_STRING && !DataTypeIsPod(dtype)) {
+    return errors::InvalidArgument("cannot allocate a tensor of type ",
+                                   DataTypeString(dtype));
+  }
+  TensorBuffer* b = TensorBuffer::Allocate(a, dtype, shape.num_elements());
+  if (b == nullptr) {
+    return errors::ResourceExhausted("out of memory allocating tensor with shape ",
+                                     shape.DebugString(), " and type ",
+                                     DataTypeString(dtype), " on ", a->Name());
+  }
+  return Tensor(dtype, shape, b);
+}
+
+size_t Tensor::TotalBytes() const {
+  if (dtype_ == DT_STRING) return sizeof(std::string) * NumElements();
+  return static_cast<size_t>(DataTypeSize(dtype_)) * NumElements();
+}
+
+bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
+  if (other.NumElements() != shape.num_elements()) return false;
+  Tensor t = other;
+  t.shape_ = shape;
+  *this = std::move(t);
+  return true;
+}
+
+Tensor Tensor::Slice(int64_t start, int64_t limit) const {
+  RUNNEL_CHECK(dims() >= 1 && 0 <= start && start <= limit &&
+               limit <= dim_size(0));
+  TensorShape s = shape_;
+  s.set_dim(0, limit - start);
+  if (start == 0 && limit == dim_size(0)) return Tensor(*this);
+  const int64_t row = dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
+  const size_t elem =
+      dtype_ == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype_);
+  TensorBuffer* b = TensorBuffer::SubBuffer(buf_, start * row * elem,
+                                            (limit - start) * row * elem);
+  return Tensor(dtype_, s, b);
+}
+
+Tensor Tensor::DeepCopy() const {
+  if (!IsInitialized() || dtype_ == DT_INVALID) return Tensor();
+  Tensor t(dtype_, shape_);
+  if (dtype_ == DT_STRING) {
+    auto src = flat<tstring>();
+    auto dst = t.flat<tstring>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+  } else if (TotalBytes() > 0) {
+    std::memcpy(t.raw_data(), raw_data(), TotalBytes());
+  }
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Proto conversion
+
+namespace {
+
+// Copies `in` into `out` following TF's rule: empty → zeros, short → pad with
+// the last value, long → first n.
+template <typename T, typename Src, typename Conv>
+void FillFromField(const Src& in, int64_t in_n, absl::Span<T> out, Conv conv) {
+  const int64_t n = static_cast<int64_t>(out.size());
+  if (in_n <= 0) {
+    for (int64_t i = 0; i < n; ++i) out[i] = T();
+    return;
+  }
+  const int64_t m = std::min(in_n, n);
+  for (int64_t i = 0; i < m; ++i) out[i] = conv(in[i]);
+  for (int64_t i = m; i < n; ++i) out[i] = out[m - 1];
+}
+
+template <typename T, typename Src>
+void FillSame(const Src& in, absl::Span<T> out) {
+  FillFromField(in, in.size(), out, [](const auto& v) { return static_cast<T>(v); });
+}
+
+template <typename C, typename Src>
+void FillComplex(const Src& in, absl::Span<C> out) {
+  const int64_t pairs = in.size() / 2;
+  const int64_t n = out.size();
+  if (pairs == 0) {
+    for (auto& v : out) v = C();
+    return;
+  }
+  const int64_t m = std::min(pairs, n);
+  for (int64_t i = 0; i < m; ++i) out[i] = C(in[2 * i], in[2 * i + 1]);
+  for (int64_t i = m; i < n; ++i) out[i] = out[m - 1];
+}
+
+}  // namespace
+
+StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
+  const DataType dt = proto.dtype();
+  if (dt != DT_STRING && !DataTypeIsPod(dt)) {
+    return errors::InvalidArgument("TensorProto has unsupported dtype ",
+                                   DataTypeString(dt));
+  }
+  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.tensor_shape()));
+  const int64_t n = shape.num_elements();
+  if (dt != DT_STRING && n > (int64_t{1} << 40) / DataTypeSize(dt)) {
+    return errors::InvalidArgument("TensorProto shape ", shape.DebugString(),
+                                   " is too large");
+  }
+  ASSIGN_OR_RETURN(Tensor t, Allocate(cpu_allocator(), dt, shape));
+  if (dt != DT_STRING && !proto.tensor_content().empty()) {
+    const std::string& c = proto.tensor_content();
+    if (c.size() != t.TotalBytes()) {
+      return errors::InvalidArgument(
+          "TensorProto tensor_content has ", c.size(), " bytes but shape ",
+          shape.DebugString(), " of ", DataTypeString(dt), " needs ",
+          t.TotalBytes());
+    }
+    if (!c.empty()) std::memcpy(t.raw_data(), c.data(), c.size());
+    return t;
+  }
+  switch (dt) {
+    case DT_FLOAT: FillSame(proto.float_val(), t.flat<float>()); break;
+    case DT_DOUBLE: FillSame(proto.double_val(), t.flat<double>()); break;
+    case DT_INT32: FillSame(proto.int_val(), t.flat<int32_t>()); break;
+    case DT_INT16: FillSame(proto.int_val(), t.flat<int16_t>()); break;
+    case DT_INT8: FillSame(proto.int_val(), t.flat<int8_t>()); break;
+    case DT_UINT8: FillSame(proto.int_val(), t.flat<uint8_t>()); break;
+    case DT_UINT16: FillSame(proto.int_val(), t.flat<uint16_t>()); break;
+    case DT_INT64: FillSame(proto.int64_val(), t.flat<int64_t>()); break;
+    case DT_UINT32: FillSame(proto.uint32_val(), t.flat<uint32_t>()); break;
+    case DT_UINT64: FillSame(proto.uint64_val(), t.flat<uint64_t>()); break;
+    case DT_BOOL: FillSame(proto.bool_val(), t.flat<bool>()); break;
+    case DT_HALF:
+      FillFromField(proto.half_val(), proto.half_val_size(), t.flat<half>(),
+                    [](int32_t v) { return half{static_cast<uint16_t>(v)}; });
+      break;
+    case DT_BFLOAT16:
+      FillFromField(proto.half_val(), proto.half_val_size(), t.flat<bfloat16>(),
+                    [](int32_t v) { return bfloat16{static_cast<uint16_t>(v)}; });
+      break;
+    case DT_COMPLEX64: FillComplex(proto.scomplex_val(), t.flat<complex64>()); break;
+    case DT_COMPLEX128: FillComplex(proto.dcomplex_val(), t.flat<complex128>()); break;
+    case DT_STRING:
+      FillFromField(proto.string_val(), proto.string_val_size(), t.flat<tstring>(),
+                    [](const std::string& s) { return s; });
+      break;
+    default:
+      return errors::InvalidArgument("TensorProto dtype ", DataTypeString(dt),
+                                     " cannot be decoded");
+  }
+  return t;
+}
+
+void Tensor::AsProtoField(TensorProto* proto) const {
+  proto->Clear();
+  proto->set_dtype(dtype_);
+  shape_.AsProto(proto->mutable_tensor_shape());
+  const int64_t n = NumElements();
+  switch (dtype_) {
+    case DT_FLOAT: for (float v : flat<float>()) proto->add_float_val(v); break;
+    case DT_DOUBLE: for (double v : flat<double>()) proto->add_double_val(v); break;
+    case DT_INT32: for (auto v : flat<int32_t>()) proto->add_int_val(v); break;
+    case DT_INT16: for (auto v : flat<int16_t>()) proto->add_int_val(v); break;
+    case DT_INT8: for (auto v : flat<int8_t>()) proto->add_int_val(v); break;
+    case DT_UINT8: for (auto v : flat<uint8_t>()) proto->add_int_val(v); break;
+    case DT_UINT16: for (auto v : flat<uint16_t>()) proto->add_int_val(v); break;
+    case DT_INT64: for (auto v : flat<int64_t>()) proto->add_int64_val(v); break;
+    case DT_UINT32: for (auto v : flat<uint32_t>()) proto->add_uint32_val(v); break;
+    case DT_UINT64: for (auto v : flat<uint64_t>()) proto->add_uint64_val(v); break;
+    case DT_BOOL: for (bool v : flat<bool>()) proto->add_bool_val(v); break;
+    case DT_HALF: for (auto v : flat<half>()) proto->add_half_val(v.bits); break;
+    case DT_BFLOAT16: for (auto v : flat<bfloat16>()) proto->add_half_val(v.bits); break;
+    case DT_COMPLEX64:
+      for (auto v : flat<complex64>()) {
+        proto->add_scomplex_val(v.real());
+        proto->add_scomplex_val(v.imag());
+      }
+      break;
+    case DT_COMPLEX128:
+      for (auto v : flat<complex128>()) {
+        proto->add_dcomplex_val(v.real());
+        proto->add_dcomplex_val(v.imag());
+      }
+      break;
+    case DT_STRING:
+      for (int64_t i = 0; i < n; ++i) proto->add_string_val(flat<tstring>()[i]);
+      break;
+    default:
+      break;
+  }
+}
+
+void Tensor::AsProtoTensorContent(TensorProto* proto) const {
+  if (dtype_ == DT_STRING) {
+    AsProtoField(proto);
+    return;
+  }
+  proto->Clear();
+  proto->set_dtype(dtype_);
+  shape_.AsProto(proto->mutable_tensor_shape());
+  proto->set_tensor_content(std::string(tensor_data()));
+}
+
+// ---------------------------------------------------------------------------
+// Text
+
+namespace {
+template <typename T>
+std::string FloatString(T v) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+}  // namespace
+
+std::string Tensor::ElementString(int64_t i) const {
+  switch (dtype_) {
+    case DT_FLOAT: return FloatString(flat<float>()[i]);
+    case DT_DOUBLE: return FloatString(flat<double>()[i]);
+    case DT_HALF: return FloatString(HalfToFloat(flat<half>()[i]));
+    case DT_BFLOAT16: return FloatString(BFloat16ToFloat(flat<bfloat16>()[i]));
+    case DT_INT32: return std::to_string(flat<int32_t>()[i]);
+    case DT_INT16: return std::to_string(flat<int16_t>()[i]);
+    case DT_INT8: return std::to_string(flat<int8_t>()[i]);
+    case DT_UINT8: return std::to_string(flat<uint8_t>()[i]);
+    case DT_UINT16: return std::to_string(flat<uint16_t>()[i]);
+    case DT_INT64: return std::to_string(flat<int64_t>()[i]);
+    case DT_UINT32: return std::to_string(flat<uint32_t>()[i]);
+    case DT_UINT64: return std::to_string(flat<uint64_t>()[i]);
+    case DT_BOOL: return flat<bool>()[i] ? "true" : "false";
+    case DT_COMPLEX64: {
+      auto v = flat<complex64>()[i];
+      return absl::StrCat("(", FloatString(v.real()), ",", FloatString(v.imag()), ")");
+    }
+    case DT_COMPLEX128: {
+      auto v = flat<complex128>()[i];
+      return absl::StrCat("(", FloatString(v.real()), ",", FloatString(v.imag()), ")");
+    }
+    case DT_STRING: return absl::CEscape(flat<tstring>()[i]);
+    default: return "?";
+  }
+}
+
+std::string Tensor::SummarizeValue(int64_t max_entries) const {
+  if (!IsInitialized()) return "<uninitialized>";
+  const int64_t n = NumElements();
+  if (dims() == 0) return n == 1 ? ElementString(0) : "";
+  const int64_t limit = max_entries < 0 ? n : std::min(n, max_entries);
+  std::string out;
+  // Walk elements, opening and closing brackets at dimension boundaries.
+  const auto dimsz = shape_.dim_sizes();
+  // blocks[d]: elements in one sub-array rooted at dimension d.
+  std::vector<int64_t> strides(dims(), 1);
+  int64_t block = 1;
+  for (int d = dims() - 1; d >= 0; --d) {
+    block *= dimsz[d];
+    strides[d] = block;
+  }
+  if (n == 0) {
+    for (int d = 0; d < dims(); ++d) out += "[";
+    for (int d = 0; d < dims(); ++d) out += "]";
+    return out;
+  }
+  for (int64_t i = 0; i < limit; ++i) {
+    int opens = 0;
+    for (int d = 0; d < dims(); ++d) {
+      if (i % strides[d] == 0) ++opens;
+    }
+    if (i > 0) out += opens > 0 ? ", " : ", ";
+    out.append(opens, '[');
+    out += ElementString(i);
+    int closes = 0;
+    for (int d = 0; d < dims(); ++d) {
+      if ((i + 1) % strides[d] == 0) ++closes;
+    }
+    out.append(closes, ']');
+  }
+  if (limit < n) out += "...";
+  return out;
+}
+
+std::string Tensor::DebugString(int max_entries) const {
+  return absl::StrCat("Tensor<type: ", DataTypeString(dtype_),
+                      " shape: ", shape_.DebugString(),
+                      " values: ", SummarizeValue(max_entries), ">");
+}
+
+}  // namespace runnel

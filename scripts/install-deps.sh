@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs Runnel's build dependencies from Debian's archive (Debian 12).
+# Skips packages already present; works as root or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config clang-format
+  libabsl-dev libprotobuf-dev protobuf-compiler
+  libgrpc++-dev protobuf-compiler-grpc
+  libdnnl-dev libopenblas-dev libeigen3-dev
+  libleveldb-dev libsnappy-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
