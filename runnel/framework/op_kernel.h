@@ -92,6 +92,7 @@ class OpKernelConstruction {
   void SetStatus(const Status& s) {
     if (status_.ok()) status_ = s;
   }
+  void CtxFailure(const Status& s) { SetStatus(s); }
   const Status& status() const { return status_; }
 
  private:
