@@ -1,0 +1,80 @@
+// Session: the client's handle on a graph and the runtime that executes it
+// (whitepaper §2, §4.2).
+//
+//   auto session = NewSession();
+//   RETURN_IF_ERROR((*session)->Create(graph_def));
+//   std::vector<Tensor> out;
+//   RETURN_IF_ERROR((*session)->Run({{"x:0", x}}, {"z:0"}, {}, &out));
+//
+// Run executes the subgraph the fetches and targets need (partial
+// execution): fed tensors replace their producers, and nodes that no fetch
+// or target depends on do not run. The pruned, placed, compiled subgraph is
+// cached per (feeds, fetches, targets) signature, so repeated Runs do no
+// graph work.
+//
+// Thread safety: Run may be called concurrently from many threads. Create,
+// Extend and Close are serialised against each other and against the start
+// of Run.
+#ifndef RUNNEL_RUNTIME_SESSION_H_
+#define RUNNEL_RUNTIME_SESSION_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/config.pb.h"
+#include "proto/graph.pb.h"
+#include "runnel/base/status.h"
+#include "runnel/framework/tensor.h"
+
+namespace runnel {
+
+struct SessionOptions {
+  ConfigProto config;
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+
+  // Loads the graph. AlreadyExists if the session has one (use Extend).
+  virtual Status Create(const GraphDef& graph) = 0;
+  // Adds nodes (which may refer to existing nodes by name).
+  virtual Status Extend(const GraphDef& graph) = 0;
+
+  // `inputs` are (tensor name "node:k", value) pairs; `output_tensor_names`
+  // are the tensors to fetch ("node" means "node:0"); `target_node_names`
+  // are nodes to run without fetching. `outputs` gets one tensor per fetch,
+  // in order. `run_metadata` (may be null) receives step stats when
+  // options.trace_level != NO_TRACE. Errors: InvalidArgument for bad names
+  // or feeds (naming them), the failing node's error, DeadlineExceeded when
+  // options.timeout_in_ms (or the config's operation_timeout_in_ms) passes,
+  // Cancelled after Close.
+  virtual Status Run(const RunOptions& options,
+                     const std::vector<std::pair<std::string, Tensor>>& inputs,
+                     const std::vector<std::string>& output_tensor_names,
+                     const std::vector<std::string>& target_node_names,
+                     std::vector<Tensor>* outputs, RunMetadata* run_metadata) = 0;
+
+  Status Run(const std::vector<std::pair<std::string, Tensor>>& inputs,
+             const std::vector<std::string>& output_tensor_names,
+             const std::vector<std::string>& target_node_names,
+             std::vector<Tensor>* outputs) {
+    return Run(RunOptions(), inputs, output_tensor_names, target_node_names, outputs,
+               nullptr);
+  }
+
+  // Cancels running steps and releases resources; later calls fail.
+  virtual Status Close() = 0;
+
+  // Full names of the session's devices.
+  virtual std::vector<std::string> ListDevices() const = 0;
+};
+
+// A session running in this process on the local devices.
+StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options = {});
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_SESSION_H_
