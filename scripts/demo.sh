@@ -13,8 +13,8 @@ echo
 echo "== A GraphDef written by TensorFlow 2.x: z = x + y"
 build/tools/runnel inspect "$tf/graphs/tf_addition/model.pb" | sed -n '1,8p'
 echo
-echo "\$ runnel run model.pb --feed x=2 --feed y=40 --fetch z --json"
-build/tools/runnel run "$tf/graphs/tf_addition/model.pb" --feed x=2 --feed y=40 --fetch z --json
+echo "\$ runnel run model.pb --feed x=[2] --feed y=[40] --fetch z --json"
+build/tools/runnel run "$tf/graphs/tf_addition/model.pb" --feed x=[2] --feed y=[40] --fetch z --json
 
 echo
 echo "== Partial execution: fetch a tensor while feeding a different one"

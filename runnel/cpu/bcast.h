@@ -93,7 +93,9 @@ class BCast : public BCastList<2> {
   }
 };
 
-// True if every dim is >= 0 and their product fits in int64_t.
+// True if every dim is >= 0 and every prefix product of the dims fits in
+// int64_t (a later 0 does not rescue an overflow: TensorShape multiplies in
+// order).
 inline bool ShapeElementsFit(absl::Span<const int64_t> dims) {
   int64_t n = 1;
   for (int64_t d : dims) {
@@ -115,9 +117,8 @@ inline int64_t WrapMul(int64_t a, int64_t b) {
 }  // namespace bcast_internal
 
 template <int N>
-BCastList<N>::BCastList(
-    const std::array<absl::Span<const int64_t>, N>& shapes,
-    bool fewer_dims_optimization) {
+BCastList<N>::BCastList(const std::array<absl::Span<const int64_t>, N>& shapes,
+                        bool fewer_dims_optimization) {
   using bcast_internal::WrapMul;
   bool all_equal = true;
   size_t largest_rank = 0;

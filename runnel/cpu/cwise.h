@@ -16,8 +16,10 @@
 #ifndef RUNNEL_CPU_CWISE_H_
 #define RUNNEL_CPU_CWISE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 
 #include "absl/container/inlined_vector.h"
 #include "runnel/base/status.h"
@@ -60,9 +62,8 @@ inline void UnaryMap(ThreadPool* pool, const In* x, Out* y, int64_t n,
 template <typename In, typename Out, typename Block>
 inline void UnaryBlockMap(ThreadPool* pool, const In* x, Out* y, int64_t n,
                           int64_t cost_ns, const Block& block) {
-  ParallelRange(pool, n, cost_ns, [&](int64_t b, int64_t e) {
-    block(x + b, y + b, e - b);
-  });
+  ParallelRange(pool, n, cost_ns,
+                [&](int64_t b, int64_t e) { block(x + b, y + b, e - b); });
 }
 
 // ---------------------------------------------------------------------------
@@ -154,7 +155,8 @@ class BinaryBroadcast {
   };
 
   // InvalidArgument "Incompatible shapes: [2,3] vs. [4]" if the shapes do
-  // not broadcast, or if the output would have more than 2^63 elements.
+  // not broadcast; InvalidArgument too if the output shape's dimension
+  // products overflow int64_t.
   Status Init(const TensorShape& x, const TensorShape& y);
 
   Kind kind() const { return kind_; }
@@ -192,9 +194,14 @@ inline Status BinaryBroadcast::Init(const TensorShape& x,
     return absl::OkStatus();
   }
   BCast b(x.dim_sizes(), y.dim_sizes());
-  if (!b.IsValid() || !ShapeElementsFit(b.output_shape())) {
+  if (!b.IsValid()) {
     return errors::InvalidArgument("Incompatible shapes: ", x.DebugString(),
                                    " vs. ", y.DebugString());
+  }
+  if (!ShapeElementsFit(b.output_shape())) {
+    return errors::InvalidArgument("Broadcasting ", x.DebugString(), " and ",
+                                   y.DebugString(),
+                                   " gives a shape with too many elements");
   }
   out_storage_ = BCast::ToShape(b.output_shape());
   out_ = &out_storage_;
@@ -211,6 +218,36 @@ inline Status BinaryBroadcast::Init(const TensorShape& x,
   }
   return absl::OkStatus();
 }
+
+namespace cwise_internal {
+
+// Rows at most this long take the tiled path in BinaryMap.
+inline constexpr int64_t kShortRow = 64;
+
+// z[i] = g(full[i], row[i % m]) for i in [0, n): a row broadcast ([N,m] op
+// [m]) whose rows are too short for per-row loops to pay. The row is
+// repeated into a stack tile so the inner loop runs over ~1024 contiguous
+// elements at a time.
+template <typename Full, typename Row, typename Z, typename G>
+void ShortRowMap(ThreadPool* pool, int64_t n, int64_t m, int64_t cost_ns,
+                 const Full* full, const Row* row, Z* z, const G& g) {
+  ParallelRange(pool, n, cost_ns, [&](int64_t s, int64_t e) {
+    constexpr int64_t kTile = 1024;
+    Row tile[kTile + kShortRow];
+    const int64_t span = std::min((kTile / m) * m, e - s);
+    for (int64_t i = 0; i < span + m; ++i) tile[i] = row[i % m];
+    for (int64_t pos = s; pos < e;) {
+      const Row* t = tile + pos % m;
+      const int64_t k = std::min(span, e - pos);
+      const Full* fp = full + pos;
+      Z* zp = z + pos;
+      for (int64_t j = 0; j < k; ++j) zp[j] = g(fp[j], t[j]);
+      pos += k;
+    }
+  });
+}
+
+}  // namespace cwise_internal
 
 // z = f(x, y) with broadcasting as described by `b`. `f` takes (const X&,
 // const Y&) and returns Z. `cost_ns` is the rough cost of one element.
@@ -245,6 +282,29 @@ void BinaryMap(ThreadPool* pool, const BinaryBroadcast& b, const X* x,
   // General case: runs along the innermost dimension, where each input is
   // either contiguous (stride 1) or a repeated element (stride 0).
   const BroadcastPlan<2>& p = b.plan();
+  if constexpr (std::is_trivially_copyable_v<X> &&
+                std::is_trivially_copyable_v<Y> && sizeof(X) <= 8 &&
+                sizeof(Y) <= 8) {
+    const int64_t m = p.dims.back();
+    if (p.rank() == 2 && m <= cwise_internal::kShortRow) {
+      auto is_full = [&](int i) {
+        return p.strides[i][0] == m && p.strides[i][1] == 1;
+      };
+      auto is_row = [&](int i) {
+        return p.strides[i][0] == 0 && p.strides[i][1] == 1;
+      };
+      if (is_full(0) && is_row(1)) {
+        cwise_internal::ShortRowMap(pool, n, m, cost_ns, x, y, z, f);
+        return;
+      }
+      if (is_row(0) && is_full(1)) {
+        cwise_internal::ShortRowMap(
+            pool, n, m, cost_ns, y, x, z,
+            [&](const Y& yv, const X& xv) { return f(xv, yv); });
+        return;
+      }
+    }
+  }
   const bool x_vec = p.inner_stride(0) != 0;
   const bool y_vec = p.inner_stride(1) != 0;
   ParallelRange(pool, n, cost_ns, [&](int64_t s, int64_t e) {

@@ -1,8 +1,8 @@
 #include "runnel/cpu/gemm.h"
 
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,7 +50,8 @@ int DefaultNumThreads() {
 int ThreadsFor(int64_t m, int64_t n, int64_t k, int max_threads) {
   int t = GemmNumThreads();
   if (max_threads > 0) t = std::min(t, max_threads);
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const double work =
+      static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   if (work < kParallelMinWork) t = 1;
   return t;
 }
@@ -72,8 +73,8 @@ class ScopedOmpThreads {
   int saved_;
 };
 
-void CheckArgs(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t lda,
-               int64_t ldb, int64_t ldc) {
+void CheckArgs(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               int64_t lda, int64_t ldb, int64_t ldc) {
   RUNNEL_CHECK(m >= 0 && n >= 0 && k >= 0);
   RUNNEL_CHECK(lda >= std::max<int64_t>(1, trans_a ? m : k));
   RUNNEL_CHECK(ldb >= std::max<int64_t>(1, trans_b ? k : n));
@@ -96,8 +97,8 @@ void ScaleC(int64_t m, int64_t n, T beta, T* c, int64_t ldc) {
 // Handles the degenerate shapes every back-end shares. Returns true if the
 // product still has to be computed.
 template <typename T>
-bool Prologue(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-              int64_t lda, int64_t ldb, T beta, T* c, int64_t ldc) {
+bool Prologue(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+              T alpha, int64_t lda, int64_t ldb, T beta, T* c, int64_t ldc) {
   CheckArgs(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return false;
   if (k == 0 || alpha == T(0)) {
@@ -111,9 +112,10 @@ bool Prologue(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alp
 // arithmetic type: unsigned for integers, so overflow wraps instead of being
 // undefined. The loop orders keep the innermost loop contiguous.
 template <typename T, typename Acc>
-void LoopGemmRows(bool trans_a, bool trans_b, int64_t row_begin, int64_t row_end, int64_t n,
-                  int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
-                  T* c, int64_t ldc) {
+void LoopGemmRows(bool trans_a, bool trans_b, int64_t row_begin,
+                  int64_t row_end, int64_t n, int64_t k, T alpha, const T* a,
+                  int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+                  int64_t ldc) {
   const Acc al = static_cast<Acc>(alpha), be = static_cast<Acc>(beta);
   for (int64_t i = row_begin; i < row_end; ++i) {
     T* crow = c + i * ldc;
@@ -123,20 +125,24 @@ void LoopGemmRows(bool trans_a, bool trans_b, int64_t row_begin, int64_t row_end
     if (!trans_b) {
       // crow = beta * crow + sum_p (alpha * a_ip) * B[p, :]
       for (int64_t j = 0; j < n; ++j) {
-        crow[j] = beta == T(0) ? T(0) : static_cast<T>(be * static_cast<Acc>(crow[j]));
+        crow[j] = beta == T(0) ? T(0)
+                               : static_cast<T>(be * static_cast<Acc>(crow[j]));
       }
       for (int64_t p = 0; p < k; ++p) {
         const Acc s = al * a_at(p);
         const T* brow = b + p * ldb;
         for (int64_t j = 0; j < n; ++j) {
-          crow[j] = static_cast<T>(static_cast<Acc>(crow[j]) + s * static_cast<Acc>(brow[j]));
+          crow[j] = static_cast<T>(static_cast<Acc>(crow[j]) +
+                                   s * static_cast<Acc>(brow[j]));
         }
       }
     } else {
       for (int64_t j = 0; j < n; ++j) {
-        const T* bcol = b + j * ldb;  // Row j of the stored B = column j of op(B).
+        const T* bcol =
+            b + j * ldb;  // Row j of the stored B = column j of op(B).
         Acc s = 0;
-        for (int64_t p = 0; p < k; ++p) s += a_at(p) * static_cast<Acc>(bcol[p]);
+        for (int64_t p = 0; p < k; ++p)
+          s += a_at(p) * static_cast<Acc>(bcol[p]);
         const Acc old = beta == T(0) ? Acc(0) : be * static_cast<Acc>(crow[j]);
         crow[j] = static_cast<T>(old + al * s);
       }
@@ -145,15 +151,18 @@ void LoopGemmRows(bool trans_a, bool trans_b, int64_t row_begin, int64_t row_end
 }
 
 template <typename T, typename Acc>
-void LoopGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-              int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, int threads) {
+void LoopGemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+              T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+              T* c, int64_t ldc, int threads) {
   if (threads <= 1 || m < 2) {
-    LoopGemmRows<T, Acc>(trans_a, trans_b, 0, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    LoopGemmRows<T, Acc>(trans_a, trans_b, 0, m, n, k, alpha, a, lda, b, ldb,
+                         beta, c, ldc);
     return;
   }
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < m; ++i) {
-    LoopGemmRows<T, Acc>(trans_a, trans_b, i, i + 1, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    LoopGemmRows<T, Acc>(trans_a, trans_b, i, i + 1, n, k, alpha, a, lda, b,
+                         ldb, beta, c, ldc);
   }
 }
 
@@ -164,13 +173,14 @@ void EnsureOpenBlasSerial() {
 
 bool FitsBlasInt(int64_t v) { return v <= INT_MAX; }
 
-void DgemmBlock(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-                const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
-                int64_t ldc) {
+void DgemmBlock(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                double alpha, const double* a, int64_t lda, const double* b,
+                int64_t ldb, double beta, double* c, int64_t ldc) {
   cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
+              static_cast<int>(ldc));
 }
 
 }  // namespace
@@ -189,26 +199,29 @@ void SetGemmNumThreads(int n) {
   g_num_threads.store(n, std::memory_order_relaxed);
 }
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-          int64_t ldc, int max_threads) {
-  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc)) return;
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float beta, float* c, int64_t ldc, int max_threads) {
+  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc))
+    return;
   ScopedOmpThreads threads(ThreadsFor(m, n, k, max_threads));
-  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
-                                      lda, b, ldb, beta, c, ldc);
+  const dnnl_status_t st =
+      dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
+                 lda, b, ldb, beta, c, ldc);
   RUNNEL_CHECK(st == dnnl_success);
 }
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-          const double* a, int64_t lda, const double* b, int64_t ldb, double beta, double* c,
-          int64_t ldc, int max_threads) {
-  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc)) return;
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          double alpha, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double beta, double* c, int64_t ldc, int max_threads) {
+  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc))
+    return;
   const int threads = ThreadsFor(m, n, k, max_threads);
-  if (!FitsBlasInt(m) || !FitsBlasInt(n) || !FitsBlasInt(k) || !FitsBlasInt(lda) ||
-      !FitsBlasInt(ldb) || !FitsBlasInt(ldc)) {
+  if (!FitsBlasInt(m) || !FitsBlasInt(n) || !FitsBlasInt(k) ||
+      !FitsBlasInt(lda) || !FitsBlasInt(ldb) || !FitsBlasInt(ldc)) {
     // Beyond OpenBLAS's 32-bit interface; slow but correct.
-    LoopGemm<double, double>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                             threads);
+    LoopGemm<double, double>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                             beta, c, ldc, threads);
     return;
   }
   EnsureOpenBlasSerial();
@@ -224,35 +237,38 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double al
     const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int64_t per = (len + nt - 1) / nt;
     const int64_t chunk = (per + 7) / 8 * 8;
-    const int64_t begin = std::min(len, t * chunk), end = std::min(len, begin + chunk);
+    const int64_t begin = std::min(len, t * chunk),
+                  end = std::min(len, begin + chunk);
     if (begin < end) {
       if (split_rows) {
         const double* ab = trans_a ? a + begin : a + begin * lda;
-        DgemmBlock(trans_a, trans_b, end - begin, n, k, alpha, ab, lda, b, ldb, beta,
-                   c + begin * ldc, ldc);
+        DgemmBlock(trans_a, trans_b, end - begin, n, k, alpha, ab, lda, b, ldb,
+                   beta, c + begin * ldc, ldc);
       } else {
         const double* bb = trans_b ? b + begin * ldb : b + begin;
-        DgemmBlock(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bb, ldb, beta, c + begin,
-                   ldc);
+        DgemmBlock(trans_a, trans_b, m, end - begin, k, alpha, a, lda, bb, ldb,
+                   beta, c + begin, ldc);
       }
     }
   }
 }
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int32_t alpha,
-          const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb, int32_t beta, int32_t* c,
-          int64_t ldc, int max_threads) {
-  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc)) return;
-  LoopGemm<int32_t, uint32_t>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                              ThreadsFor(m, n, k, max_threads));
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          int32_t alpha, const int32_t* a, int64_t lda, const int32_t* b,
+          int64_t ldb, int32_t beta, int32_t* c, int64_t ldc, int max_threads) {
+  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc))
+    return;
+  LoopGemm<int32_t, uint32_t>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc, ThreadsFor(m, n, k, max_threads));
 }
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,
-          const int64_t* a, int64_t lda, const int64_t* b, int64_t ldb, int64_t beta, int64_t* c,
-          int64_t ldc, int max_threads) {
-  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc)) return;
-  LoopGemm<int64_t, uint64_t>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                              ThreadsFor(m, n, k, max_threads));
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          int64_t alpha, const int64_t* a, int64_t lda, const int64_t* b,
+          int64_t ldb, int64_t beta, int64_t* c, int64_t ldc, int max_threads) {
+  if (!Prologue(trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, c, ldc))
+    return;
+  LoopGemm<int64_t, uint64_t>(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc, ThreadsFor(m, n, k, max_threads));
 }
 
 }  // namespace runnel::cpu

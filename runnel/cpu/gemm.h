@@ -30,18 +30,21 @@
 
 namespace runnel::cpu {
 
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-          const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
-          float* c, int64_t ldc, int max_threads = 0);
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
-          const double* a, int64_t lda, const double* b, int64_t ldb, double beta,
-          double* c, int64_t ldc, int max_threads = 0);
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int32_t alpha,
-          const int32_t* a, int64_t lda, const int32_t* b, int64_t ldb, int32_t beta,
-          int32_t* c, int64_t ldc, int max_threads = 0);
-void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, int64_t alpha,
-          const int64_t* a, int64_t lda, const int64_t* b, int64_t ldb, int64_t beta,
-          int64_t* c, int64_t ldc, int max_threads = 0);
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float beta, float* c, int64_t ldc, int max_threads = 0);
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          double alpha, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double beta, double* c, int64_t ldc,
+          int max_threads = 0);
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          int32_t alpha, const int32_t* a, int64_t lda, const int32_t* b,
+          int64_t ldb, int32_t beta, int32_t* c, int64_t ldc,
+          int max_threads = 0);
+void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+          int64_t alpha, const int64_t* a, int64_t lda, const int64_t* b,
+          int64_t ldb, int64_t beta, int64_t* c, int64_t ldc,
+          int max_threads = 0);
 
 // The default number of threads a GEMM may use: RUNNEL_NUM_THREADS if set,
 // else OpenMP's default (OMP_NUM_THREADS or the number of cores).

@@ -32,6 +32,7 @@ class CpuAllocator final : public Allocator {
 
   void* AllocateRaw(size_t alignment, size_t bytes) override {
     if (alignment < kAllocatorAlignment) alignment = kAllocatorAlignment;
+    if (bytes > (size_t{1} << 62)) return nullptr;
     const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
     void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
     if (p == nullptr) return nullptr;

@@ -59,6 +59,30 @@ Status ResourceMgr::DoDelete(const std::string& container, std::type_index type,
   return absl::OkStatus();
 }
 
+Status ResourceMgr::DeleteByTypeHash(const std::string& container, uint64_t type_hash,
+                                     const std::string& name) {
+  ResourceBase* r = nullptr;
+  {
+    absl::MutexLock l(&mu_);
+    auto cit = containers_.find(container);
+    if (cit != containers_.end()) {
+      for (auto it = cit->second.begin(); it != cit->second.end(); ++it) {
+        if (it->first.second == name &&
+            static_cast<uint64_t>(it->first.first.hash_code()) == type_hash) {
+          r = it->second;
+          cit->second.erase(it);
+          break;
+        }
+      }
+    }
+  }
+  if (r == nullptr) {
+    return errors::NotFound("resource ", container, "/", name, " does not exist");
+  }
+  r->Unref();
+  return absl::OkStatus();
+}
+
 Status ResourceMgr::Cleanup(const std::string& container) {
   Container c;
   {

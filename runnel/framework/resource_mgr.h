@@ -66,6 +66,11 @@ class ResourceMgr {
   Status Delete(const std::string& container, const std::string& name) {
     return DoDelete(container, std::type_index(typeid(T)), name);
   }
+  // Deletes the resource named `name` whose C++ type T has
+  // typeid(T).hash_code() == `type_hash` (what a ResourceHandle carries),
+  // for ops that destroy a resource of any type. NotFound if there is none.
+  Status DeleteByTypeHash(const std::string& container, uint64_t type_hash,
+                          const std::string& name);
   // Drops every resource in `container`. OK if it does not exist.
   Status Cleanup(const std::string& container);
   std::string DebugString() const;

@@ -5,21 +5,40 @@
 #include <new>
 
 #include "absl/strings/escaping.h"
+#include "runnel/framework/resource_handle.h"
 
 namespace runnel {
+
+namespace {
+
+// Bytes per element: the C++ object for strings and resource handles.
+size_t ElementSize(DataType dt) {
+  if (dt == DT_STRING) return sizeof(std::string);
+  if (dt == DT_RESOURCE) return sizeof(ResourceHandle);
+  return static_cast<size_t>(DataTypeSize(dt));
+}
+
+// Types a Tensor can hold.
+bool IsStorable(DataType dt) {
+  return dt == DT_STRING || dt == DT_RESOURCE || DataTypeIsPod(dt);
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------------------
 // TensorBuffer
 
 TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dt,
                                      int64_t num_elements) {
+  const size_t elem = ElementSize(dt);
+  // Refuse sizes whose byte count would overflow (or exceed 2^62 bytes).
+  if (num_elements < 0 || (elem != 0 && static_cast<uint64_t>(num_elements) >
+                                            (uint64_t{1} << 62) / elem)) {
+    return nullptr;
+  }
   auto* b = new TensorBuffer;
   b->allocator_ = a;
-  if (dt == DT_STRING) {
-    b->size_ = sizeof(std::string) * num_elements;
-  } else {
-    b->size_ = static_cast<size_t>(DataTypeSize(dt)) * num_elements;
-  }
+  b->size_ = elem * static_cast<size_t>(num_elements);
   b->data_ = a->AllocateRaw(kAllocatorAlignment, b->size_);
   if (b->data_ == nullptr) {
     b->allocator_ = nullptr;
@@ -30,6 +49,10 @@ TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dt,
     auto* s = static_cast<std::string*>(b->data_);
     for (int64_t i = 0; i < num_elements; ++i) new (s + i) std::string();
     b->num_strings_ = num_elements;
+  } else if (dt == DT_RESOURCE) {
+    auto* h = static_cast<ResourceHandle*>(b->data_);
+    for (int64_t i = 0; i < num_elements; ++i) new (h + i) ResourceHandle();
+    b->num_handles_ = num_elements;
   }
   return b;
 }
@@ -53,6 +76,10 @@ TensorBuffer::~TensorBuffer() {
     auto* s = static_cast<std::string*>(data_);
     for (int64_t i = 0; i < num_strings_; ++i) s[i].~basic_string();
   }
+  if (num_handles_ > 0) {
+    auto* h = static_cast<ResourceHandle*>(data_);
+    for (int64_t i = 0; i < num_handles_; ++i) h[i].~ResourceHandle();
+  }
   if (allocator_ != nullptr) allocator_->DeallocateRaw(data_, size_);
 }
 
@@ -64,14 +91,14 @@ Tensor::Tensor(DataType dtype, const TensorShape& shape)
 
 Tensor::Tensor(Allocator* a, DataType dtype, const TensorShape& shape)
     : dtype_(dtype), shape_(shape) {
-  RUNNEL_CHECK(dtype == DT_STRING || DataTypeIsPod(dtype));
+  RUNNEL_CHECK(IsStorable(dtype));
   buf_ = TensorBuffer::Allocate(a, dtype, shape.num_elements());
   RUNNEL_CHECK(buf_ != nullptr);
 }
 
 StatusOr<Tensor> Tensor::Allocate(Allocator* a, DataType dtype,
                                   const TensorShape& shape) {
-  if (dtype != DT_STRING && !DataTypeIsPod(dtype)) {
+  if (!IsStorable(dtype)) {
     return errors::InvalidArgument("cannot allocate a tensor of type ",
                                    DataTypeString(dtype));
   }
@@ -85,8 +112,7 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* a, DataType dtype,
 }
 
 size_t Tensor::TotalBytes() const {
-  if (dtype_ == DT_STRING) return sizeof(std::string) * NumElements();
-  return static_cast<size_t>(DataTypeSize(dtype_)) * NumElements();
+  return ElementSize(dtype_) * NumElements();
 }
 
 bool Tensor::CopyFrom(const Tensor& other, const TensorShape& shape) {
@@ -104,8 +130,7 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
   s.set_dim(0, limit - start);
   if (start == 0 && limit == dim_size(0)) return Tensor(*this);
   const int64_t row = dim_size(0) == 0 ? 0 : NumElements() / dim_size(0);
-  const size_t elem =
-      dtype_ == DT_STRING ? sizeof(std::string) : DataTypeSize(dtype_);
+  const size_t elem = ElementSize(dtype_);
   TensorBuffer* b = TensorBuffer::SubBuffer(buf_, start * row * elem,
                                             (limit - start) * row * elem);
   return Tensor(dtype_, s, b);
@@ -117,6 +142,10 @@ Tensor Tensor::DeepCopy() const {
   if (dtype_ == DT_STRING) {
     auto src = flat<tstring>();
     auto dst = t.flat<tstring>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+  } else if (dtype_ == DT_RESOURCE) {
+    auto src = flat<ResourceHandle>();
+    auto dst = t.flat<ResourceHandle>();
     for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
   } else if (TotalBytes() > 0) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
@@ -165,18 +194,18 @@ void FillComplex(const Src& in, absl::Span<C> out) {
 
 StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
   const DataType dt = proto.dtype();
-  if (dt != DT_STRING && !DataTypeIsPod(dt)) {
+  if (!IsStorable(dt)) {
     return errors::InvalidArgument("TensorProto has unsupported dtype ",
                                    DataTypeString(dt));
   }
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.tensor_shape()));
   const int64_t n = shape.num_elements();
-  if (dt != DT_STRING && n > (int64_t{1} << 40) / DataTypeSize(dt)) {
+  if (dt != DT_STRING && n > (int64_t{1} << 40) / static_cast<int64_t>(ElementSize(dt))) {
     return errors::InvalidArgument("TensorProto shape ", shape.DebugString(),
                                    " is too large");
   }
   ASSIGN_OR_RETURN(Tensor t, Allocate(cpu_allocator(), dt, shape));
-  if (dt != DT_STRING && !proto.tensor_content().empty()) {
+  if (dt != DT_STRING && dt != DT_RESOURCE && !proto.tensor_content().empty()) {
     const std::string& c = proto.tensor_content();
     if (c.size() != t.TotalBytes()) {
       return errors::InvalidArgument(
@@ -213,6 +242,15 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
       FillFromField(proto.string_val(), proto.string_val_size(), t.flat<tstring>(),
                     [](const std::string& s) { return s; });
       break;
+    case DT_RESOURCE: {
+      auto out = t.flat<ResourceHandle>();
+      const int64_t in_n = proto.resource_handle_val_size();
+      for (int64_t i = 0; i < std::min<int64_t>(in_n, n); ++i) {
+        ASSIGN_OR_RETURN(out[i], ResourceHandle::FromProto(proto.resource_handle_val(i)));
+      }
+      for (int64_t i = in_n; i < n && in_n > 0; ++i) out[i] = out[in_n - 1];
+      break;
+    }
     default:
       return errors::InvalidArgument("TensorProto dtype ", DataTypeString(dt),
                                      " cannot be decoded");
@@ -254,13 +292,18 @@ void Tensor::AsProtoField(TensorProto* proto) const {
     case DT_STRING:
       for (int64_t i = 0; i < n; ++i) proto->add_string_val(flat<tstring>()[i]);
       break;
+    case DT_RESOURCE:
+      for (const ResourceHandle& h : flat<ResourceHandle>()) {
+        h.AsProto(proto->add_resource_handle_val());
+      }
+      break;
     default:
       break;
   }
 }
 
 void Tensor::AsProtoTensorContent(TensorProto* proto) const {
-  if (dtype_ == DT_STRING) {
+  if (dtype_ == DT_STRING || dtype_ == DT_RESOURCE) {
     AsProtoField(proto);
     return;
   }
@@ -306,6 +349,7 @@ std::string Tensor::ElementString(int64_t i) const {
       return absl::StrCat("(", FloatString(v.real()), ",", FloatString(v.imag()), ")");
     }
     case DT_STRING: return absl::CEscape(flat<tstring>()[i]);
+    case DT_RESOURCE: return flat<ResourceHandle>()[i].DebugString();
     default: return "?";
   }
 }

@@ -2,8 +2,9 @@
 //
 // Copying a Tensor shares the buffer (no data copy). Buffers are 64-byte
 // aligned. Slice() and reshaping views share the buffer too. DT_STRING
-// tensors hold std::string elements; every other supported dtype is plain
-// bytes.
+// tensors hold std::string elements and DT_RESOURCE tensors ResourceHandle
+// elements (resource_handle.h), both constructed in place; every other
+// supported dtype is plain bytes.
 //
 // Thread safety: a Tensor object is a value; distinct Tensor objects sharing
 // one buffer may be used from different threads. Writing the data while
@@ -31,9 +32,9 @@ namespace runnel {
 // The memory behind one or more tensors.
 class TensorBuffer : public RefCounted {
  public:
-  // Allocates `bytes` from `a`. For DT_STRING, `num_strings` strings are
-  // constructed in place (and destroyed with the buffer). Returns nullptr on
-  // allocation failure.
+  // Allocates `bytes` from `a`. For DT_STRING (DT_RESOURCE), that many
+  // strings (ResourceHandles) are constructed in place and destroyed with
+  // the buffer. Returns nullptr on allocation failure.
   static TensorBuffer* Allocate(Allocator* a, DataType dt, int64_t num_elements);
   // A sub-range of `root` (which gains a reference).
   static TensorBuffer* SubBuffer(TensorBuffer* root, size_t offset, size_t bytes);
@@ -52,6 +53,7 @@ class TensorBuffer : public RefCounted {
   size_t size_ = 0;
   Allocator* allocator_ = nullptr;  // Null for sub-buffers.
   int64_t num_strings_ = 0;
+  int64_t num_handles_ = 0;  // DT_RESOURCE elements.
   TensorBuffer* root_ = nullptr;
 };
 
@@ -126,7 +128,8 @@ class Tensor {
   int64_t NumElements() const { return shape_.num_elements(); }
   bool IsInitialized() const { return buf_ != nullptr || NumElements() == 0; }
   bool IsSameSize(const Tensor& o) const { return shape_ == o.shape_; }
-  // Bytes of element data (for strings: sizeof(std::string) per element).
+  // Bytes of element data (for strings and resource handles: the size of
+  // the C++ object per element).
   size_t TotalBytes() const;
 
   // Typed access. T must match dtype() (checked in debug builds).

@@ -1,25 +1,29 @@
 #include "runnel/graph/algorithm.h"
 
+#include <algorithm>
 #include <deque>
 
 #include "absl/strings/str_join.h"
 
 namespace runnel {
 
-bool IsMergeOp(absl::string_view op) { return op == "Merge" || op == "RefMerge"; }
+bool IsMergeOp(absl::string_view op) {
+  return op == "Merge" || op == "RefMerge";
+}
 
 bool IsNextIterationOp(absl::string_view op) {
   return op == "NextIteration" || op == "RefNextIteration";
 }
 
 bool IsLoopBackEdge(const Edge& e) {
-  return IsNextIterationOp(e.src()->type_string()) && IsMergeOp(e.dst()->type_string());
+  return IsNextIterationOp(e.src()->type_string()) &&
+         IsMergeOp(e.dst()->type_string());
 }
 
 namespace internal {
 
-bool SortOrFindCycle(const std::vector<std::vector<int>>& preds, std::vector<int>* order,
-                     std::vector<int>* cycle) {
+bool SortOrFindCycle(const std::vector<std::vector<int>>& preds,
+                     std::vector<int>* order, std::vector<int>* cycle) {
   const int n = static_cast<int>(preds.size());
   std::vector<std::vector<int>> succs(n);
   std::vector<int> pending(n, 0);
@@ -60,8 +64,10 @@ bool SortOrFindCycle(const std::vector<std::vector<int>>& preds, std::vector<int
       }
     }
   }
-  // path[position[cur]..] runs against edge direction; reverse it.
+  // path[position[cur]..] runs against edge direction; reverse it and start
+  // at `cur`, the node the walk came back to.
   cycle->assign(path.rbegin(), path.rend() - position[cur]);
+  std::rotate(cycle->begin(), cycle->end() - 1, cycle->end());
   return false;
 }
 
@@ -79,7 +85,8 @@ Status TopologicalSort(const Graph& g, std::vector<Node*>* order) {
   // Dense indices over live nodes (ids may have holes after removals).
   std::vector<Node*> nodes = g.nodes();
   std::vector<int> index(g.num_node_ids(), -1);
-  for (int i = 0; i < static_cast<int>(nodes.size()); ++i) index[nodes[i]->id()] = i;
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i)
+    index[nodes[i]->id()] = i;
   std::vector<std::vector<int>> preds(nodes.size());
   for (int i = 0; i < static_cast<int>(nodes.size()); ++i) {
     for (const Edge* e : nodes[i]->in_edges()) {
@@ -98,8 +105,9 @@ Status TopologicalSort(const Graph& g, std::vector<Node*>* order) {
   return absl::OkStatus();
 }
 
-std::vector<Node*> ReverseReachable(const Graph& g, absl::Span<Node* const> roots,
-                                    const std::function<bool(const Edge&)>& follow) {
+std::vector<Node*> ReverseReachable(
+    const Graph& g, absl::Span<Node* const> roots,
+    const std::function<bool(const Edge&)>& follow) {
   std::vector<bool> seen(g.num_node_ids(), false);
   std::vector<Node*> stack;
   for (Node* r : roots) {

@@ -20,8 +20,10 @@
 
 namespace runnel {
 
-bool IsMergeOp(absl::string_view op);          // Merge, RefMerge
-bool IsNextIterationOp(absl::string_view op);  // NextIteration, RefNextIteration
+// Merge or RefMerge.
+bool IsMergeOp(absl::string_view op);
+// NextIteration or RefNextIteration.
+bool IsNextIterationOp(absl::string_view op);
 // True for an edge (data or control) from a NextIteration-like node into a
 // Merge-like node; see Note [Loop back edges].
 bool IsLoopBackEdge(const Edge& e);

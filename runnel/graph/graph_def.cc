@@ -25,26 +25,30 @@ class TextErrorCollector : public google::protobuf::io::ErrorCollector {
     if (!errors_.empty()) errors_ += "; ";
     absl::StrAppend(&errors_, line + 1, ":", column + 1, ": ", message);
   }
-  void AddWarning(int, google::protobuf::io::ColumnNumber, const std::string&) override {}
+  void AddWarning(int, google::protobuf::io::ColumnNumber,
+                  const std::string&) override {}
   const std::string& errors() const { return errors_; }
 
  private:
   std::string errors_;
 };
 
-Status ParseText(absl::string_view text, bool allow_unknown_fields, GraphDef* out) {
+Status ParseText(absl::string_view text, bool allow_unknown_fields,
+                 GraphDef* out) {
   google::protobuf::TextFormat::Parser parser;
   TextErrorCollector collector;
   parser.RecordErrorsTo(&collector);
   parser.AllowUnknownField(allow_unknown_fields);
-  if (text.size() > INT_MAX) return errors::InvalidArgument("text GraphDef too large");
-  google::protobuf::io::ArrayInputStream input(text.data(), static_cast<int>(text.size()));
+  if (text.size() > INT_MAX)
+    return errors::InvalidArgument("text GraphDef too large");
+  google::protobuf::io::ArrayInputStream input(text.data(),
+                                               static_cast<int>(text.size()));
   out->Clear();
   if (!parser.Parse(&input, out)) {
     out->Clear();
-    return errors::InvalidArgument("not a text-format GraphDef: ",
-                                   collector.errors().empty() ? "parse failed"
-                                                              : collector.errors());
+    return errors::InvalidArgument(
+        "not a text-format GraphDef: ",
+        collector.errors().empty() ? "parse failed" : collector.errors());
   }
   return absl::OkStatus();
 }
@@ -52,10 +56,13 @@ Status ParseText(absl::string_view text, bool allow_unknown_fields, GraphDef* ou
 enum class Encoding { kBinary, kText };
 
 Status ParseAs(Encoding e, absl::string_view bytes, GraphDef* out) {
-  return e == Encoding::kBinary ? ParseGraphDef(bytes, out) : ParseGraphDefText(bytes, out);
+  return e == Encoding::kBinary ? ParseGraphDef(bytes, out)
+                                : ParseGraphDefText(bytes, out);
 }
 
-bool IsLeadChar(char c) { return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.'; }
+bool IsLeadChar(char c) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.';
+}
 bool IsBodyChar(char c) {
   return IsLeadChar(c) || c == '_' || c == '-' || c == '/';
 }
@@ -97,8 +104,8 @@ class Importer {
       const NodeDef& def = gdef_.node(i);
       pending_[i].def = &def;
       if (def.name().empty()) {
-        return errors::InvalidArgument("node #", i, " of the GraphDef (op '", def.op(),
-                                       "') has an empty name");
+        return errors::InvalidArgument("node #", i, " of the GraphDef (op '",
+                                       def.op(), "') has an empty name");
       }
       if (!IsValidNodeName(def.name(), options_.allow_internal_ops)) {
         return errors::InvalidArgument(
@@ -108,12 +115,13 @@ class Importer {
       }
       auto [it, inserted] = index_.emplace(def.name(), i);
       if (!inserted) {
-        return errors::InvalidArgument("node '", def.name(),
-                                       "' is defined twice in the GraphDef (nodes #",
-                                       it->second, " and #", i, ")");
+        return errors::InvalidArgument(
+            "node '", def.name(), "' is defined twice in the GraphDef (nodes #",
+            it->second, " and #", i, ")");
       }
       if (g_->FindNode(def.name()) != nullptr) {
-        return errors::InvalidArgument("node '", def.name(), "' already exists in the graph");
+        return errors::InvalidArgument("node '", def.name(),
+                                       "' already exists in the graph");
       }
     }
     return absl::OkStatus();
@@ -126,16 +134,18 @@ class Importer {
         return errors::InvalidArgument("node '", def.name(), "' has no op");
       }
       AttrMap attrs(def.attr().begin(), def.attr().end());
-      ASSIGN_OR_RETURN(p.props, NodeProperties::Create(def.name(), def.op(), def.device(),
-                                                       std::move(attrs)));
+      ASSIGN_OR_RETURN(
+          p.props, NodeProperties::Create(def.name(), def.op(), def.device(),
+                                          std::move(attrs)));
     }
     return absl::OkStatus();
   }
 
   // Output types and op of an input's source node.
   const DataTypeVector& SrcOutputTypes(const PendingNode::Input& in) const {
-    return in.existing_src != nullptr ? in.existing_src->props().output_types
-                                      : pending_[in.pending_src].props->output_types;
+    return in.existing_src != nullptr
+               ? in.existing_src->props().output_types
+               : pending_[in.pending_src].props->output_types;
   }
   const std::string& SrcOp(const PendingNode::Input& in) const {
     return in.existing_src != nullptr ? in.existing_src->type_string()
@@ -150,14 +160,15 @@ class Importer {
       const std::string& s = def.input(j);
       auto parsed = ParseTensorName(s);
       if (!parsed.ok()) {
-        return errors::InvalidArgument("node '", def.name(), "' input ", j, ": ",
-                                       parsed.status().message());
+        return errors::InvalidArgument("node '", def.name(), "' input ", j,
+                                       ": ", parsed.status().message());
       }
       PendingNode::Input in{*std::move(parsed)};
       if (!in.id.IsControl() && !p.control_inputs.empty()) {
         return errors::InvalidArgument(
             "node '", def.name(), "' input ", j, " ('", s,
-            "') is a data input after control input '^", p.control_inputs.front().id.node,
+            "') is a data input after control input '^",
+            p.control_inputs.front().id.node,
             "'; control inputs must come after all data inputs");
       }
       if (auto it = index_.find(in.id.node); it != index_.end()) {
@@ -166,7 +177,8 @@ class Importer {
         in.existing_src = n;
       } else {
         return errors::InvalidArgument("node '", def.name(), "' input ", j,
-                                       " refers to unknown node '", in.id.node, "'");
+                                       " refers to unknown node '", in.id.node,
+                                       "'");
       }
       if (in.id.IsControl()) {
         p.control_inputs.push_back(std::move(in));
@@ -175,24 +187,24 @@ class Importer {
       const int slot = static_cast<int>(p.data_inputs.size());
       const DataTypeVector& src_types = SrcOutputTypes(in);
       if (in.id.index >= static_cast<int>(src_types.size())) {
-        return errors::InvalidArgument("node '", def.name(), "' input ", j, " ('", s,
-                                       "') refers to output ", in.id.index, " of node '",
-                                       in.id.node, "' (", SrcOp(in), "), which has ",
-                                       src_types.size(), " outputs");
+        return errors::InvalidArgument(
+            "node '", def.name(), "' input ", j, " ('", s,
+            "') refers to output ", in.id.index, " of node '", in.id.node,
+            "' (", SrcOp(in), "), which has ", src_types.size(), " outputs");
       }
       if (slot < static_cast<int>(props.input_types.size()) &&
           !TypesCompatible(src_types[in.id.index], props.input_types[slot])) {
         return errors::InvalidArgument(
-            "node '", def.name(), "' (", def.op(), ") input ", slot, " expects ",
-            DataTypeString(props.input_types[slot]), " but '", in.id.ToString(), "' is ",
-            DataTypeString(src_types[in.id.index]));
+            "node '", def.name(), "' (", def.op(), ") input ", slot,
+            " expects ", DataTypeString(props.input_types[slot]), " but '",
+            in.id.ToString(), "' is ", DataTypeString(src_types[in.id.index]));
       }
       p.data_inputs.push_back(std::move(in));
     }
     if (p.data_inputs.size() != props.input_types.size()) {
-      return errors::InvalidArgument("node '", def.name(), "' (", def.op(), ") has ",
-                                     p.data_inputs.size(), " data inputs but the op expects ",
-                                     props.input_types.size());
+      return errors::InvalidArgument(
+          "node '", def.name(), "' (", def.op(), ") has ", p.data_inputs.size(),
+          " data inputs but the op expects ", props.input_types.size());
     }
     return absl::OkStatus();
   }
@@ -203,16 +215,19 @@ class Importer {
     std::vector<std::vector<int>> preds(pending_.size());
     for (int i = 0; i < static_cast<int>(pending_.size()); ++i) {
       const bool is_merge = IsMergeOp(pending_[i].props->op);
-      for (const auto* list : {&pending_[i].data_inputs, &pending_[i].control_inputs}) {
+      for (const auto* list :
+           {&pending_[i].data_inputs, &pending_[i].control_inputs}) {
         for (const PendingNode::Input& in : *list) {
           if (in.pending_src < 0) continue;
-          if (is_merge && IsNextIterationOp(pending_[in.pending_src].props->op)) continue;
+          if (is_merge && IsNextIterationOp(pending_[in.pending_src].props->op))
+            continue;
           preds[i].push_back(in.pending_src);
         }
       }
     }
     std::vector<int> order, cycle;
-    if (internal::SortOrFindCycle(preds, &order, &cycle)) return absl::OkStatus();
+    if (internal::SortOrFindCycle(preds, &order, &cycle))
+      return absl::OkStatus();
     std::vector<std::string> names;
     for (int i : cycle) names.push_back(pending_[i].props->name);
     return internal::CycleError(names);
@@ -222,17 +237,12 @@ class Importer {
     std::vector<Node*> added;
     Status s = CommitImpl(&added);
     if (!s.ok()) {
-      // Validation above should make this unreachable; keep `g` unchanged anyway.
+      // Validation above should make this unreachable; keep `g` unchanged
+      // anyway.
       for (Node* n : added) g_->RemoveNode(n);
       return s;
     }
-    if (gdef_.has_versions()) {
-      g_->set_versions(gdef_.versions());
-    } else if (gdef_.version() != 0) {
-      VersionDef v;
-      v.set_producer(gdef_.version());
-      g_->set_versions(v);
-    }
+    if (gdef_.has_versions()) g_->set_versions(gdef_.versions());
     return absl::OkStatus();
   }
 
@@ -243,14 +253,17 @@ class Importer {
       added->push_back(n);
     }
     auto src_node = [&](const PendingNode::Input& in) {
-      return in.existing_src != nullptr ? in.existing_src : (*added)[in.pending_src];
+      return in.existing_src != nullptr ? in.existing_src
+                                        : (*added)[in.pending_src];
     };
     for (int i = 0; i < static_cast<int>(pending_.size()); ++i) {
       Node* dst = (*added)[i];
       const PendingNode& p = pending_[i];
-      for (int slot = 0; slot < static_cast<int>(p.data_inputs.size()); ++slot) {
+      for (int slot = 0; slot < static_cast<int>(p.data_inputs.size());
+           ++slot) {
         const PendingNode::Input& in = p.data_inputs[slot];
-        RETURN_IF_ERROR(g_->AddEdge(src_node(in), in.id.index, dst, slot).status());
+        RETURN_IF_ERROR(
+            g_->AddEdge(src_node(in), in.id.index, dst, slot).status());
       }
       for (const PendingNode::Input& in : p.control_inputs) {
         g_->AddControlEdge(src_node(in), dst);
@@ -275,8 +288,9 @@ Status ParseGraphDef(absl::string_view bytes, GraphDef* out) {
   }
   if (!out->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     out->Clear();
-    return errors::InvalidArgument("not a binary GraphDef (", bytes.size(),
-                                   " bytes; truncated, corrupt, or another message)");
+    return errors::InvalidArgument(
+        "not a binary GraphDef (", bytes.size(),
+        " bytes; truncated, corrupt, or another message)");
   }
   return absl::OkStatus();
 }
@@ -297,11 +311,13 @@ Status ParseGraphDefText(absl::string_view text, GraphDef* out) {
 Status ReadGraphDefFile(const std::string& path, GraphDef* out) {
   std::string contents;
   if (Status s = ReadFileToString(path, &contents); !s.ok()) {
-    return errors::Prefix(s, absl::StrCat("reading GraphDef file '", path, "': "));
+    return errors::Prefix(s,
+                          absl::StrCat("reading GraphDef file '", path, "': "));
   }
   Encoding first = Encoding::kText;
   if (absl::EndsWith(path, ".pb")) first = Encoding::kBinary;
-  const Encoding second = first == Encoding::kText ? Encoding::kBinary : Encoding::kText;
+  const Encoding second =
+      first == Encoding::kText ? Encoding::kBinary : Encoding::kText;
   Status s1 = ParseAs(first, contents, out);
   if (s1.ok()) return s1;
   Status s2 = ParseAs(second, contents, out);
@@ -310,8 +326,8 @@ Status ReadGraphDefFile(const std::string& path, GraphDef* out) {
   const Status& binary = first == Encoding::kBinary ? s1 : s2;
   const Status& text = first == Encoding::kText ? s1 : s2;
   return errors::DataLoss("GraphDef file '", path, "' (", contents.size(),
-                          " bytes) does not parse: as binary: ", binary.message(),
-                          "; as text: ", text.message());
+                          " bytes) does not parse: as binary: ",
+                          binary.message(), "; as text: ", text.message());
 }
 
 bool IsValidNodeName(absl::string_view name, bool allow_internal) {
@@ -320,7 +336,8 @@ bool IsValidNodeName(absl::string_view name, bool allow_internal) {
   for (size_t i = 0; i < name.size(); ++i) {
     const char c = name[i];
     if (piece_start) {
-      if (!(IsLeadChar(c) || (i == 0 && allow_internal && c == '_'))) return false;
+      if (!(IsLeadChar(c) || (i == 0 && allow_internal && c == '_')))
+        return false;
       piece_start = false;
     } else if (c == '>') {
       piece_start = true;
@@ -331,20 +348,24 @@ bool IsValidNodeName(absl::string_view name, bool allow_internal) {
   return !piece_start;
 }
 
-Status ImportGraphDef(const GraphDef& gdef, Graph* g, const ImportGraphDefOptions& options) {
+Status ImportGraphDef(const GraphDef& gdef, Graph* g,
+                      const ImportGraphDefOptions& options) {
   return Importer(gdef, g, options).Run();
 }
 
-void ToGraphDef(const Graph& g, GraphDef* out, const ToGraphDefOptions& options) {
+void ToGraphDef(const Graph& g, GraphDef* out,
+                const ToGraphDefOptions& options) {
   out->Clear();
   for (const Node* n : g.nodes()) {
     NodeDef* def = out->add_node();
     def->set_name(n->name());
     def->set_op(n->type_string());
-    def->set_device(options.use_assigned_device && !n->assigned_device_name().empty()
+    def->set_device(options.use_assigned_device &&
+                            !n->assigned_device_name().empty()
                         ? n->assigned_device_name()
                         : n->requested_device());
-    for (const auto& [key, value] : n->attrs()) (*def->mutable_attr())[key] = value;
+    for (const auto& [key, value] : n->attrs())
+      (*def->mutable_attr())[key] = value;
     for (const Edge* e : n->input_edges_in_order()) {
       if (e == nullptr) {
         def->add_input("");
@@ -356,10 +377,12 @@ void ToGraphDef(const Graph& g, GraphDef* out, const ToGraphDefOptions& options)
     }
     std::vector<std::string> controls;
     for (const Edge* e : n->in_edges()) {
-      if (e->IsControlEdge()) controls.push_back(absl::StrCat("^", e->src()->name()));
+      if (e->IsControlEdge())
+        controls.push_back(absl::StrCat("^", e->src()->name()));
     }
     std::sort(controls.begin(), controls.end());
-    controls.erase(std::unique(controls.begin(), controls.end()), controls.end());
+    controls.erase(std::unique(controls.begin(), controls.end()),
+                   controls.end());
     for (std::string& c : controls) def->add_input(std::move(c));
   }
   *out->mutable_versions() = g.versions();

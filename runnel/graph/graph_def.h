@@ -57,9 +57,9 @@ struct ImportGraphDefOptions {
 // back edges can point forward) or nodes already in `g`. On success every
 // node has NodeProperties with attr defaults filled in (attrs named "_..."
 // are kept as given) and one edge per input; `gdef.versions` replaces the
-// graph's versions if set (the deprecated `version` field is used as the
-// producer if `versions` is absent). `gdef.library` is ignored: function
-// calls are not supported, so a node calling one fails as an unknown op.
+// graph's versions if set (the deprecated `version` field is ignored, as in
+// TF). `gdef.library` is ignored: function calls are not supported, so a
+// node calling one fails as an unknown op.
 //
 // Errors (nothing is added to `g` on error), each naming the node:
 //   NotFound        "node 'x': op type not registered: 'Foo'"
@@ -87,7 +87,8 @@ struct ToGraphDefOptions {
 // written as "" and will not re-import. Versions are copied, with the
 // producer set to kDefaultGraphDefProducer if the graph's is 0. The result
 // re-imports into an identical graph.
-void ToGraphDef(const Graph& g, GraphDef* out, const ToGraphDefOptions& options = {});
+void ToGraphDef(const Graph& g, GraphDef* out,
+                const ToGraphDefOptions& options = {});
 
 }  // namespace runnel
 

@@ -17,7 +17,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-Node* Add(Graph* g, const std::string& name, const std::string& op, AttrMap attrs = {}) {
+Node* Add(Graph* g, const std::string& name, const std::string& op,
+          AttrMap attrs = {}) {
   auto n = g->AddNode(name, op, std::move(attrs));
   EXPECT_TRUE(n.ok()) << n.status();
   return n.ok() ? *n : nullptr;
@@ -60,12 +61,13 @@ TEST(TensorIdTest, ParsesAllForms) {
 }
 
 TEST(TensorIdTest, RejectsMalformedNames) {
-  for (const char* bad : {"", "^", ":0", "a:", "a:x", "a:-1", "a:+1", "a:1x", "^a:1",
-                          "a:2147483648", "a:99999999999999999999"}) {
+  for (const char* bad : {"", "^", ":0", "a:", "a:x", "a:-1", "a:+1", "a:1x",
+                          "^a:1", "a:2147483648", "a:99999999999999999999"}) {
     auto r = ParseTensorName(bad);
     ASSERT_FALSE(r.ok()) << "'" << bad << "' parsed";
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(r.status().message(), HasSubstr(absl::StrCat("'", bad, "'")));
+    EXPECT_THAT(std::string(r.status().message()),
+                HasSubstr(absl::StrCat("'", bad, "'")));
   }
 }
 
@@ -101,10 +103,11 @@ TEST(GraphTest, AddEdgeErrors) {
   Node* u = Add(&g, "u", "GraphTestUnary", {{"T", MakeAttrValue(DT_INT32)}});
   auto bad_slot = g.AddEdge(c, 1, u, 0);
   EXPECT_EQ(bad_slot.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad_slot.status().message(), HasSubstr("'c'"));
+  EXPECT_THAT(std::string(bad_slot.status().message()), HasSubstr("'c'"));
   auto bad_type = g.AddEdge(c, 0, u, 0);
   EXPECT_EQ(bad_type.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad_type.status().message(), HasSubstr("expects int32"));
+  EXPECT_THAT(std::string(bad_type.status().message()),
+              HasSubstr("expects int32"));
   auto dup = g.AddNode("c", "GraphTestConst", {});
   EXPECT_EQ(dup.status().code(), absl::StatusCode::kAlreadyExists);
 }
@@ -153,7 +156,8 @@ TEST(TopologicalSortTest, ReportsCycleWithItsNodes) {
   Node* a = Add(&g, "a", "GraphTestBinary");
   Node* b = Add(&g, "b", "GraphTestUnary", FloatT());
   Node* c = Add(&g, "c", "GraphTestConst");
-  Node* d = Add(&g, "d", "GraphTestUnary", FloatT());  // Downstream of the cycle only.
+  Node* d = Add(&g, "d", "GraphTestUnary",
+                FloatT());  // Downstream of the cycle only.
   ASSERT_OK(g.AddEdge(c, 0, a, 0).status());
   ASSERT_OK(g.AddEdge(b, 0, a, 1).status());
   ASSERT_OK(g.AddEdge(a, 0, b, 0).status());
@@ -161,11 +165,11 @@ TEST(TopologicalSortTest, ReportsCycleWithItsNodes) {
   std::vector<Node*> order;
   Status s = TopologicalSort(g, &order);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("cycle"));
-  EXPECT_THAT(s.message(), HasSubstr("not a while loop"));
-  EXPECT_THAT(s.message(), HasSubstr("a -> b -> a"));
-  EXPECT_THAT(s.message(), Not(HasSubstr("'d'")));
-  EXPECT_THAT(s.message(), Not(HasSubstr("'c'")));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cycle"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not a while loop"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("a -> b -> a"));
+  EXPECT_THAT(std::string(s.message()), Not(HasSubstr("'d'")));
+  EXPECT_THAT(std::string(s.message()), Not(HasSubstr("'c'")));
 }
 
 TEST(TopologicalSortTest, ControlEdgeCycle) {
@@ -177,7 +181,7 @@ TEST(TopologicalSortTest, ControlEdgeCycle) {
   std::vector<Node*> order;
   Status s = TopologicalSort(g, &order);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("cycle through node"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("cycle through node"));
 }
 
 TEST(TopologicalSortTest, LoopBackEdgeIsIgnored) {
@@ -185,8 +189,8 @@ TEST(TopologicalSortTest, LoopBackEdgeIsIgnored) {
   Graph g;
   // enter -> merge -> body -> next -> merge (the back edge).
   Node* enter = Add(&g, "enter", "GraphTestConst");
-  Node* merge = Add(&g, "merge", "Merge", {{"T", MakeAttrValue(DT_FLOAT)},
-                                           {"N", MakeAttrValue(2)}});
+  Node* merge = Add(&g, "merge", "Merge",
+                    {{"T", MakeAttrValue(DT_FLOAT)}, {"N", MakeAttrValue(2)}});
   Node* body = Add(&g, "body", "GraphTestUnary", FloatT());
   Node* next = Add(&g, "next", "NextIteration", FloatT());
   ASSERT_OK(g.AddEdge(enter, 0, merge, 0).status());
@@ -216,7 +220,7 @@ TEST(TopologicalSortTest, CycleThroughNextIterationNotIntoMergeFails) {
   std::vector<Node*> order;
   Status s = TopologicalSort(g, &order);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("a -> next -> a"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("a -> next -> a"));
 }
 
 TEST(TopologicalSortTest, EmptyGraphAndHoles) {
@@ -244,11 +248,16 @@ TEST(ReverseReachableTest, FollowsDataAndControlEdges) {
   ASSERT_OK(g.AddEdge(a, 0, b, 0).status());
   ASSERT_OK(g.AddEdge(b, 0, d, 0).status());
   g.AddControlEdge(ctl, d);
-  ASSERT_OK(g.AddEdge(unrelated, 0, Add(&g, "other", "GraphTestUnary", FloatT()), 0).status());
-  EXPECT_THAT(Names(ReverseReachable(g, {d})), ElementsAre("a", "b", "ctl", "d"));
-  EXPECT_THAT(Names(ReverseReachable(g, {d}, [](const Edge& e) { return !e.IsControlEdge(); })),
+  ASSERT_OK(
+      g.AddEdge(unrelated, 0, Add(&g, "other", "GraphTestUnary", FloatT()), 0)
+          .status());
+  EXPECT_THAT(Names(ReverseReachable(g, {d})),
+              ElementsAre("a", "b", "ctl", "d"));
+  EXPECT_THAT(Names(ReverseReachable(
+                  g, {d}, [](const Edge& e) { return !e.IsControlEdge(); })),
               ElementsAre("a", "b", "d"));
-  EXPECT_THAT(Names(ReverseReachable(g, {b, unrelated})), ElementsAre("a", "b", "unrelated"));
+  EXPECT_THAT(Names(ReverseReachable(g, {b, unrelated})),
+              ElementsAre("a", "b", "unrelated"));
   EXPECT_TRUE(ReverseReachable(g, {}).empty());
 }
 

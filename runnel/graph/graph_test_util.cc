@@ -98,7 +98,8 @@ void EnsureLoopOpsRegistered() {
                        .SetShapeFn(shape_fns::UnknownShape));
 }
 
-NodeDef* AddNodeDef(GraphDef* gdef, const std::string& name, const std::string& op,
+NodeDef* AddNodeDef(GraphDef* gdef, const std::string& name,
+                    const std::string& op,
                     std::initializer_list<std::string> inputs) {
   NodeDef* n = gdef->add_node();
   n->set_name(name);
@@ -119,7 +120,8 @@ std::string Summarize(const Graph& g) {
   ToGraphDef(g, &gdef);
   std::vector<std::string> lines;
   for (const NodeDef& n : gdef.node()) {
-    lines.push_back(absl::StrCat(n.name(), "=", n.op(), "(", absl::StrJoin(n.input(), ","), ")"));
+    lines.push_back(absl::StrCat(n.name(), "=", n.op(), "(",
+                                 absl::StrJoin(n.input(), ","), ")"));
   }
   return absl::StrJoin(lines, "\n");
 }

@@ -1,14 +1,14 @@
 // Test-only helpers for the graph tests: tiny "GraphTest*" ops (registered
 // in graph_test_util.cc) and GraphDef builders.
 //
-// Ops:
-//   GraphTestConst   () -> output: dtype            dtype: type = DT_FLOAT
-//   GraphTestUnary   (x: T) -> y: T                 T: {float, int32} (no default)
-//   GraphTestBinary  (a: T, b: T) -> c: T           T: type = DT_FLOAT
-//   GraphTestTwoOut  (x: T) -> (y: T, z: int32)     T: type = DT_FLOAT
-//   GraphTestSink    (x: T) -> ()                   T: type = DT_FLOAT
-//   GraphTestN       (xs: N * T) -> y: T            N: int >= 1, T = DT_FLOAT
-//   GraphTestVar     () -> ref: Ref(dtype)          dtype: type = DT_FLOAT, stateful
+// Ops (T defaults to DT_FLOAT unless noted):
+//   GraphTestConst   () -> output: dtype          dtype: type = DT_FLOAT
+//   GraphTestUnary   (x: T) -> y: T               T: {float, int32}, no default
+//   GraphTestBinary  (a: T, b: T) -> c: T
+//   GraphTestTwoOut  (x: T) -> (y: T, z: int32)
+//   GraphTestSink    (x: T) -> ()                 stateful
+//   GraphTestN       (xs: N * T) -> y: T          N: int >= 1
+//   GraphTestVar     () -> ref: Ref(dtype)        dtype = DT_FLOAT, stateful
 //   GraphTestAssign  (ref: Ref(T), value: T) -> output_ref: Ref(T)
 #ifndef RUNNEL_GRAPH_GRAPH_TEST_UTIL_H_
 #define RUNNEL_GRAPH_GRAPH_TEST_UTIL_H_
@@ -28,7 +28,8 @@ void EnsureLoopOpsRegistered();
 
 // Appends a node to `gdef`: inputs as GraphDef strings, attr T (or dtype for
 // GraphTestConst / GraphTestVar) left to defaults unless set afterwards.
-NodeDef* AddNodeDef(GraphDef* gdef, const std::string& name, const std::string& op,
+NodeDef* AddNodeDef(GraphDef* gdef, const std::string& name,
+                    const std::string& op,
                     std::initializer_list<std::string> inputs = {});
 
 // Parses text format, failing the current test on error.

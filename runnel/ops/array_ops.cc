@@ -123,8 +123,8 @@ void MoveColumns(ThreadPool* pool, int64_t cost, int64_t rows,
     while (pos < end) {
       const int64_t r = pos / cols, c = pos % cols;
       // The last piece starting at or before c is non-empty and holds c.
-      const size_t i =
-          std::upper_bound(offsets.begin(), offsets.end(), c) - offsets.begin() - 1;
+      const size_t i = std::upper_bound(offsets.begin(), offsets.end(), c) -
+                       offsets.begin() - 1;
       const int64_t width = offsets[i + 1] - offsets[i];
       const int64_t n = std::min(offsets[i + 1] - c, end - pos);
       E* w = whole + pos * scale;
@@ -158,16 +158,18 @@ void MoveColumnsOfType(OpKernelContext* ctx, DataType dt, int64_t rows,
 
 std::vector<int64_t> Offsets(Span<const int64_t> cols) {
   std::vector<int64_t> offsets(cols.size() + 1, 0);
-  for (size_t i = 0; i < cols.size(); ++i) offsets[i + 1] = offsets[i] + cols[i];
+  for (size_t i = 0; i < cols.size(); ++i)
+    offsets[i + 1] = offsets[i] + cols[i];
   return offsets;
 }
 
 // Output 0 of shape `out_shape` := inputs[i] viewed as [rows, cols[i]], joined
 // column-wise.
-void GatherColumns(OpKernelContext* ctx, const std::vector<const Tensor*>& inputs,
-                   int64_t rows, Span<const int64_t> cols,
-                   const TensorShape& out_shape) {
-  // A join where only one input holds data is that input (Note [Sharing]).
+void GatherColumns(OpKernelContext* ctx,
+                   const std::vector<const Tensor*>& inputs, int64_t rows,
+                   Span<const int64_t> cols, const TensorShape& out_shape) {
+  // A join where only one input holds data is that input (Note [Sharing, not
+  // copying]).
   int nonempty = -1, count = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]->NumElements() > 0) {
@@ -175,7 +177,8 @@ void GatherColumns(OpKernelContext* ctx, const std::vector<const Tensor*>& input
       ++count;
     }
   }
-  if (count == 1 && inputs[nonempty]->NumElements() == out_shape.num_elements()) {
+  if (count == 1 &&
+      inputs[nonempty]->NumElements() == out_shape.num_elements()) {
     Tensor out;
     out.CopyFrom(*inputs[nonempty], out_shape);
     ctx->set_output(0, std::move(out));
@@ -192,7 +195,8 @@ void GatherColumns(OpKernelContext* ctx, const std::vector<const Tensor*>& input
 // Outputs i of shape out_shapes[i] := `input` viewed as [rows, sum(cols)],
 // split column-wise into [rows, cols[i]] pieces.
 void ScatterColumns(OpKernelContext* ctx, const Tensor& input, int64_t rows,
-                    Span<const int64_t> cols, Span<const TensorShape> out_shapes) {
+                    Span<const int64_t> cols,
+                    Span<const TensorShape> out_shapes) {
   const std::vector<int64_t> offsets = Offsets(cols);
   const int64_t elem = ElementBytes(input.dtype());
   if (rows == 1) {
@@ -200,8 +204,8 @@ void ScatterColumns(OpKernelContext* ctx, const Tensor& input, int64_t rows,
     const auto base = reinterpret_cast<uintptr_t>(input.raw_data());
     bool aligned = true;
     for (size_t i = 0; i < cols.size(); ++i) {
-      aligned &= cols[i] == 0 ||
-                 (base + offsets[i] * elem) % kAllocatorAlignment == 0;
+      aligned &=
+          cols[i] == 0 || (base + offsets[i] * elem) % kAllocatorAlignment == 0;
     }
     if (aligned) {
       Tensor flat;
@@ -217,7 +221,8 @@ void ScatterColumns(OpKernelContext* ctx, const Tensor& input, int64_t rows,
   std::vector<void*> pieces;
   for (size_t i = 0; i < cols.size(); ++i) {
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), out_shapes[i], &out));
+    OP_REQUIRES_OK(
+        ctx, ctx->allocate_output(static_cast<int>(i), out_shapes[i], &out));
     pieces.push_back(out->raw_data());
   }
   MoveColumnsOfType(ctx, input.dtype(), rows, offsets, input.raw_data(), pieces,
@@ -264,10 +269,11 @@ class ConstKernel : public OpKernel {
  public:
   explicit ConstKernel(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("value", &value_));
-    OP_REQUIRES(c, value_.dtype() == c->output_types()[0],
-                errors::InvalidArgument(
-                    "Type mismatch between value (", DataTypeString(value_.dtype()),
-                    ") and dtype (", DataTypeString(c->output_types()[0]), ")"));
+    OP_REQUIRES(
+        c, value_.dtype() == c->output_types()[0],
+        errors::InvalidArgument("Type mismatch between value (",
+                                DataTypeString(value_.dtype()), ") and dtype (",
+                                DataTypeString(c->output_types()[0]), ")"));
   }
   bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
@@ -299,7 +305,9 @@ REGISTER_OP("PlaceholderV2")
     .Attr("dtype: type")
     .Attr("shape: shape")
     .SetShapeFn(ShapeFromAttr)
-    .Doc("A placeholder for a value that must be fed (deprecated: use Placeholder).");
+    .Doc(
+        "A placeholder for a value that must be fed (deprecated: use "
+        "Placeholder).");
 
 // Runs only when nothing was fed: always an error.
 class PlaceholderKernel : public OpKernel {
@@ -309,18 +317,21 @@ class PlaceholderKernel : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override {
-    std::string msg = absl::StrCat("You must feed a value for placeholder tensor '",
-                                   name(), "' with dtype ",
-                                   DataTypeString(output_type(0)));
-    if (shape_.dims() > 0) absl::StrAppend(&msg, " and shape ", shape_.DebugString());
+    std::string msg =
+        absl::StrCat("You must feed a value for placeholder tensor '", name(),
+                     "' with dtype ", DataTypeString(output_type(0)));
+    if (shape_.dims() > 0)
+      absl::StrAppend(&msg, " and shape ", shape_.DebugString());
     ctx->CtxFailure(errors::InvalidArgument(msg));
   }
 
  private:
   PartialTensorShape shape_;
 };
-REGISTER_KERNEL_BUILDER(Name("Placeholder").Device(kDeviceCpu), PlaceholderKernel);
-REGISTER_KERNEL_BUILDER(Name("PlaceholderV2").Device(kDeviceCpu), PlaceholderKernel);
+REGISTER_KERNEL_BUILDER(Name("Placeholder").Device(kDeviceCpu),
+                        PlaceholderKernel);
+REGISTER_KERNEL_BUILDER(Name("PlaceholderV2").Device(kDeviceCpu),
+                        PlaceholderKernel);
 
 // The output is the attr's shape, not the input's: a feed may replace the
 // default with any value of that (possibly less specific) shape.
@@ -328,9 +339,9 @@ Status PlaceholderWithDefaultShape(InferenceContext* c) {
   PartialTensorShape shape;
   RETURN_IF_ERROR(c->GetAttr("shape", &shape));
   if (!shape.IsCompatibleWith(c->input(0))) {
-    return c->InvalidArgument("default value of shape ", c->input(0).DebugString(),
-                              " is not compatible with shape attr ",
-                              shape.DebugString());
+    return c->InvalidArgument(
+        "default value of shape ", c->input(0).DebugString(),
+        " is not compatible with shape attr ", shape.DebugString());
   }
   c->set_output(0, shape);
   return absl::OkStatus();
@@ -367,7 +378,9 @@ REGISTER_OP("IdentityN")
     .Output("output: T")
     .Attr("T: list(type)")
     .SetShapeFn(IdentityNShape)
-    .Doc("Returns a list of tensors with the same shapes and contents as the input.");
+    .Doc(
+        "Returns a list of tensors with the same shapes and contents as the "
+        "input.");
 REGISTER_KERNEL_BUILDER(Name("IdentityN").Device(kDeviceCpu), IdentityKernel);
 
 // ---------------------------------------------------------------------------
@@ -377,7 +390,8 @@ REGISTER_KERNEL_BUILDER(Name("IdentityN").Device(kDeviceCpu), IdentityKernel);
 // shape `in`, with TF's rules: a -1 absorbs the remaining elements, and zero
 // dims in the request are left out of that division so shapes like [0, -1]
 // still resolve for empty inputs.
-StatusOr<TensorShape> ResolveReshape(const TensorShape& in, std::vector<int64_t> dims) {
+StatusOr<TensorShape> ResolveReshape(const TensorShape& in,
+                                     std::vector<int64_t> dims) {
   const std::string want = absl::StrCat("[", absl::StrJoin(dims, ","), "]");
   constexpr int64_t kMax = int64_t{1} << 62;
   int unknown = -1;
@@ -387,14 +401,15 @@ StatusOr<TensorShape> ResolveReshape(const TensorShape& in, std::vector<int64_t>
     const int64_t d = dims[i];
     if (d == -1) {
       if (unknown >= 0) {
-        return errors::InvalidArgument("only one dimension of the requested shape ",
-                                       want, " may be -1, not both ", unknown,
-                                       " and ", i);
+        return errors::InvalidArgument(
+            "only one dimension of the requested shape ", want,
+            " may be -1, not both ", unknown, " and ", i);
       }
       unknown = static_cast<int>(i);
     } else if (d < 0) {
       return errors::InvalidArgument("requested shape ", want,
-                                     " has negative dimension ", d, " at index ", i);
+                                     " has negative dimension ", d,
+                                     " at index ", i);
     } else if (d == 0) {
       has_zero = true;
     } else {
@@ -424,17 +439,17 @@ StatusOr<TensorShape> ResolveReshape(const TensorShape& in, std::vector<int64_t>
     if (!in_has_zero && missing * product != in_elems) {
       return errors::InvalidArgument(
           "Input to reshape is a tensor with ", in.num_elements(),
-          " values (shape ", in.DebugString(), "), but the requested shape ", want,
-          " requires a multiple of ", product);
+          " values (shape ", in.DebugString(), "), but the requested shape ",
+          want, " requires a multiple of ", product);
     }
     dims[unknown] = missing;
   }
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
   if (shape.num_elements() != in.num_elements()) {
-    return errors::InvalidArgument("Input to reshape is a tensor with ",
-                                   in.num_elements(), " values (shape ",
-                                   in.DebugString(), "), but the requested shape ",
-                                   want, " has ", shape.num_elements());
+    return errors::InvalidArgument(
+        "Input to reshape is a tensor with ", in.num_elements(),
+        " values (shape ", in.DebugString(), "), but the requested shape ",
+        want, " has ", shape.num_elements());
   }
   return shape;
 }
@@ -488,7 +503,10 @@ class ReshapeKernel : public OpKernel {
     ctx->set_output(0, std::move(out));
   }
 };
-REGISTER_KERNEL_BUILDER(Name("Reshape").Device(kDeviceCpu), ReshapeKernel);
+REGISTER_KERNEL_BUILDER(Name("Reshape")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("Tshape", {DT_INT32, DT_INT64}),
+                        ReshapeKernel);
 
 // ---------------------------------------------------------------------------
 // ExpandDims
@@ -512,8 +530,9 @@ Status ExpandDimsShape(InferenceContext* c) {
   }
   int axis;
   if (!CanonicalAxis(dim, rank + 1, &axis)) {
-    return c->InvalidArgument("dim ", dim, " is out of range [", -1 - rank, ", ",
-                              rank, "] for input of shape ", in.DebugString());
+    return c->InvalidArgument("dim ", dim, " is out of range [", -1 - rank,
+                              ", ", rank, "] for input of shape ",
+                              in.DebugString());
   }
   std::vector<int64_t> dims(in.dim_sizes().begin(), in.dim_sizes().end());
   dims.insert(dims.begin() + axis, 1);
@@ -528,7 +547,9 @@ REGISTER_OP("ExpandDims")
     .Attr("T: type")
     .Attr("Tdim: {int32, int64} = DT_INT32")
     .SetShapeFn(ExpandDimsShape)
-    .Doc("Inserts a dimension of size 1 at index `dim` (negative counts from the end).");
+    .Doc(
+        "Inserts a dimension of size 1 at index `dim` (negative counts from "
+        "the end).");
 
 class ExpandDimsKernel : public OpKernel {
  public:
@@ -537,16 +558,17 @@ class ExpandDimsKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
     const Tensor& dim_t = ctx->input(1);
-    OP_REQUIRES(ctx, dim_t.NumElements() == 1,
-                errors::InvalidArgument("dim must hold a single value, got shape ",
-                                        dim_t.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, dim_t.NumElements() == 1,
+        errors::InvalidArgument("dim must hold a single value, got shape ",
+                                dim_t.shape().DebugString()));
     const int64_t dim = IntValues(dim_t)[0];
     const int rank = input.dims();
     int axis;
     OP_REQUIRES(ctx, CanonicalAxis(dim, rank + 1, &axis),
-                errors::InvalidArgument("dim ", dim, " is out of range [", -1 - rank,
-                                        ", ", rank, "] for input of shape ",
-                                        input.shape().DebugString()));
+                errors::InvalidArgument(
+                    "dim ", dim, " is out of range [", -1 - rank, ", ", rank,
+                    "] for input of shape ", input.shape().DebugString()));
     TensorShape shape = input.shape();
     shape.InsertDim(axis, 1);
     Tensor out;
@@ -554,7 +576,10 @@ class ExpandDimsKernel : public OpKernel {
     ctx->set_output(0, std::move(out));
   }
 };
-REGISTER_KERNEL_BUILDER(Name("ExpandDims").Device(kDeviceCpu), ExpandDimsKernel);
+REGISTER_KERNEL_BUILDER(Name("ExpandDims")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("Tdim", {DT_INT32, DT_INT64}),
+                        ExpandDimsKernel);
 
 // ---------------------------------------------------------------------------
 // Squeeze
@@ -577,10 +602,9 @@ Status SqueezeShape(InferenceContext* c) {
                                 in.DebugString());
     }
     if (in.dim_size(axis) >= 0 && in.dim_size(axis) != 1) {
-      return c->InvalidArgument("can not squeeze dim[", axis,
-                                "], expected a dimension of 1, got ",
-                                in.dim_size(axis), " (input shape ",
-                                in.DebugString(), ")");
+      return c->InvalidArgument(
+          "can not squeeze dim[", axis, "], expected a dimension of 1, got ",
+          in.dim_size(axis), " (input shape ", in.DebugString(), ")");
     }
     drop[axis] = true;
   }
@@ -605,7 +629,9 @@ REGISTER_OP("Squeeze")
     .Attr("T: type")
     .Attr("squeeze_dims: list(int) >= 0 = []")
     .SetShapeFn(SqueezeShape)
-    .Doc("Removes dimensions of size 1: those in `squeeze_dims`, or all if empty.");
+    .Doc(
+        "Removes dimensions of size 1: those in `squeeze_dims`, or all if "
+        "empty.");
 
 class SqueezeKernel : public OpKernel {
  public:
@@ -620,14 +646,15 @@ class SqueezeKernel : public OpKernel {
     for (int64_t d : squeeze_dims_) {
       int axis;
       OP_REQUIRES(ctx, CanonicalAxis(d, rank, &axis),
-                  errors::InvalidArgument("squeeze dim ", d, " is out of range ",
-                                          AxisRange(rank), " for input of shape ",
-                                          input.shape().DebugString()));
-      OP_REQUIRES(ctx, input.dim_size(axis) == 1,
-                  errors::InvalidArgument("can not squeeze dim[", axis,
-                                          "], expected a dimension of 1, got ",
-                                          input.dim_size(axis), " (input shape ",
-                                          input.shape().DebugString(), ")"));
+                  errors::InvalidArgument(
+                      "squeeze dim ", d, " is out of range ", AxisRange(rank),
+                      " for input of shape ", input.shape().DebugString()));
+      OP_REQUIRES(
+          ctx, input.dim_size(axis) == 1,
+          errors::InvalidArgument("can not squeeze dim[", axis,
+                                  "], expected a dimension of 1, got ",
+                                  input.dim_size(axis), " (input shape ",
+                                  input.shape().DebugString(), ")"));
       drop[axis] = true;
     }
     TensorShape shape;
@@ -705,11 +732,13 @@ class ShapeKernel : public OpKernel {
     }
   }
 };
-REGISTER_KERNEL_BUILDER(Name("Shape").Device(kDeviceCpu).TypeConstraint(
-                            "out_type", {DT_INT32, DT_INT64}),
+REGISTER_KERNEL_BUILDER(Name("Shape")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("out_type", {DT_INT32, DT_INT64}),
                         ShapeKernel);
-REGISTER_KERNEL_BUILDER(Name("ShapeN").Device(kDeviceCpu).TypeConstraint(
-                            "out_type", {DT_INT32, DT_INT64}),
+REGISTER_KERNEL_BUILDER(Name("ShapeN")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("out_type", {DT_INT32, DT_INT64}),
                         ShapeKernel);
 
 REGISTER_OP("Size")
@@ -729,8 +758,9 @@ class SizeKernel : public OpKernel {
     SetIntOutput(ctx, 0, TensorShape({}), {n}, "size");
   }
 };
-REGISTER_KERNEL_BUILDER(Name("Size").Device(kDeviceCpu).TypeConstraint(
-                            "out_type", {DT_INT32, DT_INT64}),
+REGISTER_KERNEL_BUILDER(Name("Size")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("out_type", {DT_INT32, DT_INT64}),
                         SizeKernel);
 
 REGISTER_OP("Rank")
@@ -810,11 +840,15 @@ class FillKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckByteSize(value.dtype(), *shape));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    DispatchAll(value.dtype(),
-                [&]<typename T>() { FillWith<T>(ctx, out, value.scalar<T>()); });
+    DispatchAll(value.dtype(), [&]<typename T>() {
+      FillWith<T>(ctx, out, value.scalar<T>());
+    });
   }
 };
-REGISTER_KERNEL_BUILDER(Name("Fill").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
+REGISTER_KERNEL_BUILDER(Name("Fill")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("T", AllTypes())
+                            .TypeConstraint("index_type", {DT_INT32, DT_INT64}),
                         FillKernel);
 
 REGISTER_OP("ZerosLike")
@@ -830,7 +864,8 @@ class ZerosLikeKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    OP_REQUIRES_OK(
+        ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
     if (x.dtype() == DT_STRING) {
       FillWith<tstring>(ctx, out, tstring());
       return;
@@ -851,8 +886,9 @@ REGISTER_KERNEL_BUILDER(
 REGISTER_OP("OnesLike")
     .Input("x: T")
     .Output("y: T")
-    .Attr("T: {bfloat16, half, float, double, int8, uint8, int16, uint16, int32, "
-          "int64, complex64, complex128, bool}")
+    .Attr(
+        "T: {bfloat16, half, float, double, int8, uint8, int16, uint16, int32, "
+        "int64, complex64, complex128, bool}")
     .SetShapeFn(shape_fns::UnchangedShape)
     .Doc("Returns a tensor of ones with the shape of `x`.");
 
@@ -873,14 +909,18 @@ class OnesLikeKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
-    DispatchPod(x.dtype(), [&]<typename T>() { FillWith<T>(ctx, out, One<T>()); });
+    OP_REQUIRES_OK(
+        ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    DispatchPod(x.dtype(),
+                [&]<typename T>() { FillWith<T>(ctx, out, One<T>()); });
   }
 };
 REGISTER_KERNEL_BUILDER(
-    Name("OnesLike").Device(kDeviceCpu).TypeConstraint(
-        "T", {DT_BFLOAT16, DT_HALF, DT_FLOAT, DT_DOUBLE, DT_INT8, DT_UINT8, DT_INT16,
-              DT_UINT16, DT_INT32, DT_INT64, DT_COMPLEX64, DT_COMPLEX128, DT_BOOL}),
+    Name("OnesLike")
+        .Device(kDeviceCpu)
+        .TypeConstraint("T", {DT_BFLOAT16, DT_HALF, DT_FLOAT, DT_DOUBLE,
+                              DT_INT8, DT_UINT8, DT_INT16, DT_UINT16, DT_INT32,
+                              DT_INT64, DT_COMPLEX64, DT_COMPLEX128, DT_BOOL}),
     OnesLikeKernel);
 
 // ---------------------------------------------------------------------------
@@ -893,33 +933,38 @@ StatusOr<int64_t> RangeSize(T start, T limit, T delta) {
   constexpr int64_t kMax = int64_t{1} << 62;
   if constexpr (std::is_floating_point_v<T>) {
     if (std::isnan(start) || std::isnan(limit) || std::isnan(delta)) {
-      return errors::InvalidArgument("Requires start, limit and delta to be numbers: ",
-                                     start, "/", limit, "/", delta);
+      return errors::InvalidArgument(
+          "Requires start, limit and delta to be numbers: ", start, "/", limit,
+          "/", delta);
     }
   }
-  if (delta == 0) return errors::InvalidArgument("Requires delta != 0: ", delta);
+  if (delta == 0)
+    return errors::InvalidArgument("Requires delta != 0: ", delta);
   if (delta > 0 && start > limit) {
-    return errors::InvalidArgument("Requires start <= limit when delta > 0: ", start,
-                                   "/", limit);
+    return errors::InvalidArgument(
+        "Requires start <= limit when delta > 0: ", start, "/", limit);
   }
   if (delta < 0 && start < limit) {
-    return errors::InvalidArgument("Requires start >= limit when delta < 0: ", start,
-                                   "/", limit);
+    return errors::InvalidArgument(
+        "Requires start >= limit when delta < 0: ", start, "/", limit);
   }
   if constexpr (std::is_integral_v<T>) {
     // In uint64 so that extreme int64 ranges cannot overflow.
     const uint64_t diff = start <= limit ? uint64_t(limit) - uint64_t(start)
                                          : uint64_t(start) - uint64_t(limit);
-    const uint64_t step = delta > 0 ? uint64_t(delta) : uint64_t(0) - uint64_t(delta);
+    const uint64_t step =
+        delta > 0 ? uint64_t(delta) : uint64_t(0) - uint64_t(delta);
     const uint64_t size = diff / step + (diff % step != 0 ? 1 : 0);
     if (size > static_cast<uint64_t>(kMax)) {
-      return errors::InvalidArgument("Range of ", size, " elements is too large");
+      return errors::InvalidArgument("Range of ", size,
+                                     " elements is too large");
     }
     return static_cast<int64_t>(size);
   } else {
     const T size = std::ceil(std::abs((limit - start) / delta));
     if (!(size <= static_cast<T>(kMax))) {
-      return errors::InvalidArgument("Range of ", size, " elements is too large");
+      return errors::InvalidArgument("Range of ", size,
+                                     " elements is too large");
     }
     return static_cast<int64_t>(size);
   }
@@ -928,11 +973,20 @@ StatusOr<int64_t> RangeSize(T start, T limit, T delta) {
 template <typename T>
 bool DispatchRangeType(DataType dt, T&& fn) {
   switch (dt) {
-    case DT_FLOAT: fn.template operator()<float>(); return true;
-    case DT_DOUBLE: fn.template operator()<double>(); return true;
-    case DT_INT32: fn.template operator()<int32_t>(); return true;
-    case DT_INT64: fn.template operator()<int64_t>(); return true;
-    default: return false;
+    case DT_FLOAT:
+      fn.template operator()<float>();
+      return true;
+    case DT_DOUBLE:
+      fn.template operator()<double>();
+      return true;
+    case DT_INT32:
+      fn.template operator()<int32_t>();
+      return true;
+    case DT_INT64:
+      fn.template operator()<int64_t>();
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -947,7 +1001,8 @@ Status RangeShape(InferenceContext* c) {
   }
   Status s;
   DispatchRangeType(start->dtype(), [&]<typename T>() {
-    auto n = RangeSize<T>(start->scalar<T>(), limit->scalar<T>(), delta->scalar<T>());
+    auto n = RangeSize<T>(start->scalar<T>(), limit->scalar<T>(),
+                          delta->scalar<T>());
     if (n.ok()) {
       c->set_output(0, PartialTensorShape({*n}));
     } else {
@@ -973,9 +1028,10 @@ class RangeKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const char* names[] = {"start", "limit", "delta"};
     for (int i = 0; i < 3; ++i) {
-      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
-                  errors::InvalidArgument(names[i], " must be a scalar, not shape ",
-                                          ctx->input(i).shape().DebugString()));
+      OP_REQUIRES(
+          ctx, ctx->input(i).dims() == 0,
+          errors::InvalidArgument(names[i], " must be a scalar, not shape ",
+                                  ctx->input(i).shape().DebugString()));
     }
     const T start = ctx->input(0).scalar<T>();
     const T delta = ctx->input(2).scalar<T>();
@@ -986,26 +1042,32 @@ class RangeKernel : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
     T* data = out->data<T>();
-    ctx->intra_op_threadpool()->ParallelFor(*size, 1, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        if constexpr (std::is_integral_v<T>) {
-          // Wrapping uint64 arithmetic gives the exact in-range value.
-          data[i] = static_cast<T>(uint64_t(start) + uint64_t(i) * uint64_t(delta));
-        } else {
-          data[i] = start + static_cast<T>(i) * delta;
-        }
-      }
-    });
+    ctx->intra_op_threadpool()->ParallelFor(
+        *size, 1, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            if constexpr (std::is_integral_v<T>) {
+              // Wrapping uint64 arithmetic gives the exact in-range value.
+              data[i] = static_cast<T>(uint64_t(start) +
+                                       uint64_t(i) * uint64_t(delta));
+            } else {
+              data[i] = start + static_cast<T>(i) * delta;
+            }
+          }
+        });
   }
 };
-REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<float>("Tidx"),
-                        RangeKernel<float>);
-REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<double>("Tidx"),
-                        RangeKernel<double>);
-REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<int32_t>("Tidx"),
-                        RangeKernel<int32_t>);
-REGISTER_KERNEL_BUILDER(Name("Range").Device(kDeviceCpu).TypeConstraint<int64_t>("Tidx"),
-                        RangeKernel<int64_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("Range").Device(kDeviceCpu).TypeConstraint<float>("Tidx"),
+    RangeKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("Range").Device(kDeviceCpu).TypeConstraint<double>("Tidx"),
+    RangeKernel<double>);
+REGISTER_KERNEL_BUILDER(
+    Name("Range").Device(kDeviceCpu).TypeConstraint<int32_t>("Tidx"),
+    RangeKernel<int32_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("Range").Device(kDeviceCpu).TypeConstraint<int64_t>("Tidx"),
+    RangeKernel<int64_t>);
 
 // ---------------------------------------------------------------------------
 // Pack, Unpack
@@ -1015,9 +1077,10 @@ Status PackShape(InferenceContext* c) {
   for (int i = 1; i < c->num_inputs(); ++i) {
     auto merged = cur.MergeWith(c->input(i));
     if (!merged.ok()) {
-      return c->InvalidArgument("shapes of all inputs must match: values[0] shape ",
-                                c->input(0).DebugString(), " vs. values[", i,
-                                "] shape ", c->input(i).DebugString());
+      return c->InvalidArgument(
+          "shapes of all inputs must match: values[0] shape ",
+          c->input(0).DebugString(), " vs. values[", i, "] shape ",
+          c->input(i).DebugString());
     }
     cur = *merged;
   }
@@ -1029,9 +1092,9 @@ Status PackShape(InferenceContext* c) {
   RETURN_IF_ERROR(c->GetAttr("axis", &axis_attr));
   int axis;
   if (!CanonicalAxis(axis_attr, cur.dims() + 1, &axis)) {
-    return c->InvalidArgument("axis ", axis_attr, " is out of range ",
-                              AxisRange(cur.dims() + 1), " for packing inputs of shape ",
-                              cur.DebugString());
+    return c->InvalidArgument(
+        "axis ", axis_attr, " is out of range ", AxisRange(cur.dims() + 1),
+        " for packing inputs of shape ", cur.DebugString());
   }
   std::vector<int64_t> dims(cur.dim_sizes().begin(), cur.dim_sizes().end());
   dims.insert(dims.begin() + axis, c->num_inputs());
@@ -1046,7 +1109,9 @@ REGISTER_OP("Pack")
     .Attr("T: alltypes")
     .Attr("axis: int = 0")
     .SetShapeFn(PackShape)
-    .Doc("Stacks N tensors of one shape into one tensor of rank + 1 along `axis`.");
+    .Doc(
+        "Stacks N tensors of one shape into one tensor of rank + 1 along "
+        "`axis`.");
 
 class PackKernel : public OpKernel {
  public:
@@ -1058,11 +1123,11 @@ class PackKernel : public OpKernel {
     const TensorShape& shape0 = ctx->input(0).shape();
     for (int i = 1; i < n; ++i) {
       OP_REQUIRES(ctx, ctx->input(i).shape() == shape0,
-                  errors::InvalidArgument("shapes of all inputs must match: values[0] "
-                                          "shape ",
-                                          shape0.DebugString(), " vs. values[", i,
-                                          "] shape ",
-                                          ctx->input(i).shape().DebugString()));
+                  errors::InvalidArgument(
+                      "shapes of all inputs must match: values[0] "
+                      "shape ",
+                      shape0.DebugString(), " vs. values[", i, "] shape ",
+                      ctx->input(i).shape().DebugString()));
     }
     int axis;
     OP_REQUIRES(ctx, CanonicalAxis(axis_, shape0.dims() + 1, &axis),
@@ -1082,8 +1147,9 @@ class PackKernel : public OpKernel {
  private:
   int64_t axis_ = 0;
 };
-REGISTER_KERNEL_BUILDER(Name("Pack").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
-                        PackKernel);
+REGISTER_KERNEL_BUILDER(
+    Name("Pack").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
+    PackKernel);
 
 Status UnpackShape(InferenceContext* c) {
   const PartialTensorShape& in = c->input(0);
@@ -1130,26 +1196,30 @@ class UnpackKernel : public OpKernel {
     const TensorShape& shape = input.shape();
     const int num = ctx->num_outputs();
     int axis;
-    OP_REQUIRES(ctx, CanonicalAxis(axis_, shape.dims(), &axis),
-                errors::InvalidArgument("axis ", axis_, " is out of range ",
-                                        AxisRange(shape.dims()), " for input of shape ",
-                                        shape.DebugString()));
-    OP_REQUIRES(ctx, shape.dim_size(axis) == num,
-                errors::InvalidArgument("input shape ", shape.DebugString(),
-                                        " has size ", shape.dim_size(axis),
-                                        " along axis ", axis, " but num is ", num));
+    OP_REQUIRES(
+        ctx, CanonicalAxis(axis_, shape.dims(), &axis),
+        errors::InvalidArgument("axis ", axis_, " is out of range ",
+                                AxisRange(shape.dims()), " for input of shape ",
+                                shape.DebugString()));
+    OP_REQUIRES(
+        ctx, shape.dim_size(axis) == num,
+        errors::InvalidArgument("input shape ", shape.DebugString(),
+                                " has size ", shape.dim_size(axis),
+                                " along axis ", axis, " but num is ", num));
     TensorShape piece = shape;
     piece.RemoveDim(axis);
     const int64_t cols = DimProduct(shape, axis + 1, shape.dims());
     ScatterColumns(ctx, input, DimProduct(shape, 0, axis),
-                   std::vector<int64_t>(num, cols), std::vector<TensorShape>(num, piece));
+                   std::vector<int64_t>(num, cols),
+                   std::vector<TensorShape>(num, piece));
   }
 
  private:
   int64_t axis_ = 0;
 };
-REGISTER_KERNEL_BUILDER(Name("Unpack").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
-                        UnpackKernel);
+REGISTER_KERNEL_BUILDER(
+    Name("Unpack").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
+    UnpackKernel);
 
 // ---------------------------------------------------------------------------
 // ConcatV2
@@ -1167,10 +1237,10 @@ Status ConcatV2Shape(InferenceContext* c) {
       rank = r;
       first = i;
     } else if (r != rank) {
-      return c->InvalidArgument("ranks of all inputs must match: values[", first,
-                                "] shape ", c->input(first).DebugString(),
-                                " vs. values[", i, "] shape ",
-                                c->input(i).DebugString());
+      return c->InvalidArgument("ranks of all inputs must match: values[",
+                                first, "] shape ",
+                                c->input(first).DebugString(), " vs. values[",
+                                i, "] shape ", c->input(i).DebugString());
     }
   }
   if (rank == 0) {
@@ -1199,11 +1269,10 @@ Status ConcatV2Shape(InferenceContext* c) {
     for (int j = 0; j < rank; ++j) {
       if (j == axis || in.dim_size(j) < 0) continue;
       if (out.dim_size(j) >= 0 && out.dim_size(j) != in.dim_size(j)) {
-        return c->InvalidArgument("dimension ", j,
-                                  " must match in all inputs (except the axis ",
-                                  axis, "): values[", i, "] shape ",
-                                  in.DebugString(), " vs. earlier inputs' size ",
-                                  out.dim_size(j));
+        return c->InvalidArgument(
+            "dimension ", j, " must match in all inputs (except the axis ",
+            axis, "): values[", i, "] shape ", in.DebugString(),
+            " vs. earlier inputs' size ", out.dim_size(j));
       }
       out.set_dim(j, in.dim_size(j));
     }
@@ -1237,30 +1306,33 @@ class ConcatV2Kernel : public OpKernel {
     const TensorShape& shape0 = ctx->input(0).shape();
     const int rank = shape0.dims();
     OP_REQUIRES(ctx, rank > 0,
-                errors::InvalidArgument("can't concatenate scalars (use Pack instead)"));
+                errors::InvalidArgument(
+                    "can't concatenate scalars (use Pack instead)"));
     const int64_t axis_value = IntValues(axis_t)[0];
     int axis;
     OP_REQUIRES(ctx, CanonicalAxis(axis_value, rank, &axis),
-                errors::InvalidArgument("axis ", axis_value, " is out of range ",
-                                        AxisRange(rank), " for inputs of shape ",
-                                        shape0.DebugString()));
+                errors::InvalidArgument(
+                    "axis ", axis_value, " is out of range ", AxisRange(rank),
+                    " for inputs of shape ", shape0.DebugString()));
     std::vector<const Tensor*> inputs;
     std::vector<int64_t> cols;
     const int64_t inner = DimProduct(shape0, axis + 1, rank);
     int64_t axis_size = 0;
     for (int i = 0; i < n; ++i) {
       const TensorShape& s = ctx->input(i).shape();
-      OP_REQUIRES(ctx, s.dims() == rank,
-                  errors::InvalidArgument("ranks of all inputs must match: values[0] "
-                                          "shape ",
-                                          shape0.DebugString(), " vs. values[", i,
-                                          "] shape ", s.DebugString()));
+      OP_REQUIRES(
+          ctx, s.dims() == rank,
+          errors::InvalidArgument("ranks of all inputs must match: values[0] "
+                                  "shape ",
+                                  shape0.DebugString(), " vs. values[", i,
+                                  "] shape ", s.DebugString()));
       for (int j = 0; j < rank; ++j) {
-        OP_REQUIRES(ctx, j == axis || s.dim_size(j) == shape0.dim_size(j),
-                    errors::InvalidArgument(
-                        "dimension ", j, " must match in all inputs (except the axis ",
-                        axis, "): values[0] shape ", shape0.DebugString(),
-                        " vs. values[", i, "] shape ", s.DebugString()));
+        OP_REQUIRES(
+            ctx, j == axis || s.dim_size(j) == shape0.dim_size(j),
+            errors::InvalidArgument(
+                "dimension ", j, " must match in all inputs (except the axis ",
+                axis, "): values[0] shape ", shape0.DebugString(),
+                " vs. values[", i, "] shape ", s.DebugString()));
       }
       inputs.push_back(&ctx->input(i));
       cols.push_back(s.dim_size(axis) * inner);
@@ -1271,9 +1343,11 @@ class ConcatV2Kernel : public OpKernel {
     GatherColumns(ctx, inputs, DimProduct(shape0, 0, axis), cols, out_shape);
   }
 };
-REGISTER_KERNEL_BUILDER(
-    Name("ConcatV2").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
-    ConcatV2Kernel);
+REGISTER_KERNEL_BUILDER(Name("ConcatV2")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("T", AllTypes())
+                            .TypeConstraint("Tidx", {DT_INT32, DT_INT64}),
+                        ConcatV2Kernel);
 
 // ---------------------------------------------------------------------------
 // Split, SplitV
@@ -1314,7 +1388,8 @@ Status SplitShape(InferenceContext* c) {
     const int64_t size = in.dim_size(axis);
     if (size >= 0 && size % num != 0) {
       return c->InvalidArgument(
-          "Number of ways to split should evenly divide the split dimension, but got "
+          "Number of ways to split should evenly divide the split dimension, "
+          "but got "
           "split_dim ",
           axis, " (size = ", size, ") and num_split ", num);
     }
@@ -1340,22 +1415,23 @@ class SplitKernel : public OpKernel {
     const Tensor& split_dim_t = ctx->input(0);
     const Tensor& input = ctx->input(1);
     const int num = ctx->num_outputs();
-    OP_REQUIRES(ctx, split_dim_t.dims() == 0,
-                errors::InvalidArgument("split_dim must be a scalar, got shape ",
-                                        split_dim_t.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, split_dim_t.dims() == 0,
+        errors::InvalidArgument("split_dim must be a scalar, got shape ",
+                                split_dim_t.shape().DebugString()));
     const int64_t split_dim = split_dim_t.scalar<int32_t>();
     int axis;
-    OP_REQUIRES(ctx, CanonicalAxis(split_dim, input.dims(), &axis),
-                errors::InvalidArgument("split_dim ", split_dim, " is out of range ",
-                                        AxisRange(input.dims()),
-                                        " for input of shape ",
-                                        input.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, CanonicalAxis(split_dim, input.dims(), &axis),
+        errors::InvalidArgument("split_dim ", split_dim, " is out of range ",
+                                AxisRange(input.dims()), " for input of shape ",
+                                input.shape().DebugString()));
     const int64_t size = input.dim_size(axis);
     OP_REQUIRES(ctx, size % num == 0,
-                errors::InvalidArgument("Number of ways to split should evenly divide "
-                                        "the split dimension, but got split_dim ",
-                                        axis, " (size = ", size, ") and num_split ",
-                                        num));
+                errors::InvalidArgument(
+                    "Number of ways to split should evenly divide "
+                    "the split dimension, but got split_dim ",
+                    axis, " (size = ", size, ") and num_split ", num));
     if (num == 1) {
       ctx->set_output(0, input);
       return;
@@ -1363,16 +1439,17 @@ class SplitKernel : public OpKernel {
     SplitAlongAxis(ctx, input, axis, std::vector<int64_t>(num, size / num));
   }
 };
-REGISTER_KERNEL_BUILDER(Name("Split").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
-                        SplitKernel);
+REGISTER_KERNEL_BUILDER(
+    Name("Split").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
+    SplitKernel);
 
 // Checks SplitV's `sizes` for an axis of `dim` elements (-1 when unknown) and
 // resolves a -1 entry when `dim` is known.
 Status ResolveSplitSizes(std::vector<int64_t>* sizes, int64_t dim, int num) {
   const std::string given = absl::StrCat("[", absl::StrJoin(*sizes, ","), "]");
   if (static_cast<int>(sizes->size()) != num) {
-    return errors::InvalidArgument("size_splits ", given, " must have num_split (",
-                                   num, ") elements");
+    return errors::InvalidArgument("size_splits ", given,
+                                   " must have num_split (", num, ") elements");
   }
   int unknown = -1;
   int64_t total = 0;
@@ -1385,14 +1462,15 @@ Status ResolveSplitSizes(std::vector<int64_t>* sizes, int64_t dim, int num) {
       }
       unknown = i;
     } else if (s < 0) {
-      return errors::InvalidArgument("size_splits ", given, " has negative size ", s,
-                                     " at index ", i);
+      return errors::InvalidArgument("size_splits ", given,
+                                     " has negative size ", s, " at index ", i);
     } else {
       if (dim >= 0 && s > dim - total) {
-        return errors::InvalidArgument("size_splits ", given,
-                                       " sum to more than the split dimension's "
-                                       "size ",
-                                       dim);
+        return errors::InvalidArgument(
+            "size_splits ", given,
+            " sum to more than the split dimension's "
+            "size ",
+            dim);
       }
       total += s;
     }
@@ -1452,8 +1530,10 @@ REGISTER_OP("SplitV")
     .Attr("T: alltypes")
     .Attr("Tlen: {int32, int64} = DT_INT64")
     .SetShapeFn(SplitVShape)
-    .Doc("Splits `value` along `split_dim` into pieces of the sizes in `size_splits` "
-         "(one may be -1: the rest).");
+    .Doc(
+        "Splits `value` along `split_dim` into pieces of the sizes in "
+        "`size_splits` "
+        "(one may be -1: the rest).");
 
 class SplitVKernel : public OpKernel {
  public:
@@ -1464,18 +1544,20 @@ class SplitVKernel : public OpKernel {
     const Tensor& split_dim_t = ctx->input(2);
     const int num = ctx->num_outputs();
     OP_REQUIRES(ctx, split_dim_t.NumElements() == 1,
-                errors::InvalidArgument("split_dim must hold a single value, got shape ",
-                                        split_dim_t.shape().DebugString()));
+                errors::InvalidArgument(
+                    "split_dim must hold a single value, got shape ",
+                    split_dim_t.shape().DebugString()));
     const int64_t split_dim = split_dim_t.flat<int32_t>()[0];
     int axis;
-    OP_REQUIRES(ctx, CanonicalAxis(split_dim, input.dims(), &axis),
-                errors::InvalidArgument("split_dim ", split_dim, " is out of range ",
-                                        AxisRange(input.dims()),
-                                        " for input of shape ",
-                                        input.shape().DebugString()));
-    OP_REQUIRES(ctx, sizes_t.dims() == 1,
-                errors::InvalidArgument("size_splits must be a vector, got shape ",
-                                        sizes_t.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, CanonicalAxis(split_dim, input.dims(), &axis),
+        errors::InvalidArgument("split_dim ", split_dim, " is out of range ",
+                                AxisRange(input.dims()), " for input of shape ",
+                                input.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, sizes_t.dims() == 1,
+        errors::InvalidArgument("size_splits must be a vector, got shape ",
+                                sizes_t.shape().DebugString()));
     std::vector<int64_t> sizes = IntValues(sizes_t);
     OP_REQUIRES_OK(ctx, ResolveSplitSizes(&sizes, input.dim_size(axis), num));
     if (num == 1) {
@@ -1485,7 +1567,10 @@ class SplitVKernel : public OpKernel {
     SplitAlongAxis(ctx, input, axis, sizes);
   }
 };
-REGISTER_KERNEL_BUILDER(Name("SplitV").Device(kDeviceCpu).TypeConstraint("T", AllTypes()),
+REGISTER_KERNEL_BUILDER(Name("SplitV")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint("T", AllTypes())
+                            .TypeConstraint("Tlen", {DT_INT32, DT_INT64}),
                         SplitVKernel);
 
 }  // namespace

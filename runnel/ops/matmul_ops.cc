@@ -10,7 +10,8 @@
 namespace runnel {
 namespace {
 
-std::string MatrixSizeError(const PartialTensorShape& a, const PartialTensorShape& b) {
+std::string MatrixSizeError(const PartialTensorShape& a,
+                            const PartialTensorShape& b) {
   return absl::StrCat("Matrix size-incompatible: In[0]: ", a.DebugString(),
                       ", In[1]: ", b.DebugString());
 }
@@ -28,7 +29,8 @@ Status MatMulShape(InferenceContext* c) {
   for (int i = 0; i < 2; ++i) {
     const PartialTensorShape& s = c->input(i);
     if (!s.unknown_rank() && s.dims() != 2) {
-      return c->InvalidArgument("In[", i, "] is not a matrix. Instead it has shape ",
+      return c->InvalidArgument("In[", i,
+                                "] is not a matrix. Instead it has shape ",
                                 s.DebugString());
     }
   }
@@ -77,12 +79,14 @@ class MatMulKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    OP_REQUIRES(ctx, a.dims() == 2,
-                errors::InvalidArgument("In[0] is not a matrix. Instead it has shape ",
-                                        a.shape().DebugString()));
-    OP_REQUIRES(ctx, b.dims() == 2,
-                errors::InvalidArgument("In[1] is not a matrix. Instead it has shape ",
-                                        b.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, a.dims() == 2,
+        errors::InvalidArgument("In[0] is not a matrix. Instead it has shape ",
+                                a.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, b.dims() == 2,
+        errors::InvalidArgument("In[1] is not a matrix. Instead it has shape ",
+                                b.shape().DebugString()));
     const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
     const int64_t k = a.dim_size(transpose_a_ ? 0 : 1);
     const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
@@ -91,8 +95,9 @@ class MatMulKernel : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({m, n}), &out));
     if (out->NumElements() == 0) return;
-    cpu::Gemm(transpose_a_, transpose_b_, m, n, k, T(1), a.data<T>(), LeadingDim(a.dim_size(1)),
-              b.data<T>(), LeadingDim(b.dim_size(1)), T(0), out->data<T>(), n);
+    cpu::Gemm(transpose_a_, transpose_b_, m, n, k, T(1), a.data<T>(),
+              LeadingDim(a.dim_size(1)), b.data<T>(), LeadingDim(b.dim_size(1)),
+              T(0), out->data<T>(), n);
   }
 
  private:
@@ -100,8 +105,10 @@ class MatMulKernel : public OpKernel {
   bool transpose_b_ = false;
 };
 
-#define REGISTER_MATMUL(T) \
-  REGISTER_KERNEL_BUILDER(Name("MatMul").Device(kDeviceCpu).TypeConstraint<T>("T"), MatMulKernel<T>)
+#define REGISTER_MATMUL(T)                                      \
+  REGISTER_KERNEL_BUILDER(                                      \
+      Name("MatMul").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+      MatMulKernel<T>)
 REGISTER_MATMUL(float);
 REGISTER_MATMUL(double);
 REGISTER_MATMUL(int32_t);
@@ -124,8 +131,8 @@ Status BatchMatMulV2Shape(InferenceContext* c) {
   for (int i = 0; i < 2; ++i) {
     const PartialTensorShape& s = c->input(i);
     if (!s.unknown_rank() && s.dims() < 2) {
-      return c->InvalidArgument("In[", i, "] ndims must be >= 2: ", s.dims(), " (shape ",
-                                s.DebugString(), ")");
+      return c->InvalidArgument("In[", i, "] ndims must be >= 2: ", s.dims(),
+                                " (shape ", s.DebugString(), ")");
     }
   }
   bool adj_x, adj_y;
@@ -146,8 +153,9 @@ Status BatchMatMulV2Shape(InferenceContext* c) {
   PartialTensorShape out;
   Status s = shape_fns::BroadcastShapes(*c, BatchDims(x), BatchDims(y), &out);
   if (!s.ok()) {
-    return c->InvalidArgument("In[0] and In[1] must have compatible batch dimensions: ",
-                              x.DebugString(), " vs. ", y.DebugString());
+    return c->InvalidArgument(
+        "In[0] and In[1] must have compatible batch dimensions: ",
+        x.DebugString(), " vs. ", y.DebugString());
   }
   out.AddDim(dim_from_end(x, adj_x ? 1 : 2));
   out.AddDim(dim_from_end(y, adj_y ? 2 : 1));
@@ -172,50 +180,49 @@ broadcast like NumPy's. The output is [..., r_o, c_o] with r_o = c_x if adj_x
 else r_x and c_o = r_y if adj_y else c_y. grad_x and grad_y are hints that the
 product is part of a gradient computation; they do not change the result.)doc");
 
-// For each output batch index, the batch index into x and into y.
+// The broadcast of x's and y's batch dimensions: output batch b (row-major
+// over out_dims) reads matrix XIndex(b) of x and YIndex(b) of y.
 struct BatchPlan {
   TensorShape out_batch;
-  std::vector<int64_t> x_index, y_index;
+  std::vector<int64_t> out_dims, x_strides, y_strides;  // Stride 0: broadcast.
+
+  int64_t XIndex(int64_t b) const { return Index(b, x_strides); }
+  int64_t YIndex(int64_t b) const { return Index(b, y_strides); }
+
+ private:
+  int64_t Index(int64_t b, const std::vector<int64_t>& strides) const {
+    int64_t index = 0;
+    for (int i = static_cast<int>(out_dims.size()) - 1; i >= 0 && b > 0; --i) {
+      index += (b % out_dims[i]) * strides[i];
+      b /= out_dims[i];
+    }
+    return index;
+  }
 };
 
 // Broadcasts the batch dims of `x` and `y` (ranks >= 2). Returns false if
 // they are incompatible.
-bool MakeBatchPlan(const TensorShape& x, const TensorShape& y, BatchPlan* plan) {
+bool MakeBatchPlan(const TensorShape& x, const TensorShape& y,
+                   BatchPlan* plan) {
   const int xr = x.dims() - 2, yr = y.dims() - 2;
   const int rank = std::max(xr, yr);
-  std::vector<int64_t> out_dims(rank), xd(rank, 1), yd(rank, 1);
+  std::vector<int64_t> xd(rank, 1), yd(rank, 1);
+  plan->out_dims.assign(rank, 1);
   for (int i = 0; i < rank; ++i) {
     const int xi = i - (rank - xr), yi = i - (rank - yr);
     if (xi >= 0) xd[i] = x.dim_size(xi);
     if (yi >= 0) yd[i] = y.dim_size(yi);
     if (xd[i] != yd[i] && xd[i] != 1 && yd[i] != 1) return false;
-    out_dims[i] = xd[i] == 1 ? yd[i] : xd[i];
+    plan->out_dims[i] = xd[i] == 1 ? yd[i] : xd[i];
   }
-  plan->out_batch = TensorShape(absl::MakeConstSpan(out_dims));
-  const int64_t total = plan->out_batch.num_elements();
-  plan->x_index.assign(total, 0);
-  plan->y_index.assign(total, 0);
-  // Row-major strides of x's and y's own batch dims; 0 where broadcast.
-  std::vector<int64_t> xs(rank, 0), ys(rank, 0);
+  plan->out_batch = TensorShape(absl::MakeConstSpan(plan->out_dims));
+  plan->x_strides.assign(rank, 0);
+  plan->y_strides.assign(rank, 0);
   for (int64_t i = rank - 1, sx = 1, sy = 1; i >= 0; --i) {
-    xs[i] = xd[i] == 1 ? 0 : sx;
-    ys[i] = yd[i] == 1 ? 0 : sy;
+    if (xd[i] != 1) plan->x_strides[i] = sx;
+    if (yd[i] != 1) plan->y_strides[i] = sy;
     sx *= xd[i];
     sy *= yd[i];
-  }
-  std::vector<int64_t> idx(rank, 0);
-  for (int64_t b = 0; b < total; ++b) {
-    int64_t xo = 0, yo = 0;
-    for (int i = 0; i < rank; ++i) {
-      xo += idx[i] * xs[i];
-      yo += idx[i] * ys[i];
-    }
-    plan->x_index[b] = xo;
-    plan->y_index[b] = yo;
-    for (int i = rank - 1; i >= 0; --i) {
-      if (++idx[i] < out_dims[i]) break;
-      idx[i] = 0;
-    }
   }
   return true;
 }
@@ -231,14 +238,18 @@ class BatchMatMulV2Kernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    OP_REQUIRES(ctx, x.dims() >= 2,
-                errors::InvalidArgument("In[0] ndims must be >= 2: ", x.dims(), " (shape ",
-                                        x.shape().DebugString(), ")"));
-    OP_REQUIRES(ctx, y.dims() >= 2,
-                errors::InvalidArgument("In[1] ndims must be >= 2: ", y.dims(), " (shape ",
-                                        y.shape().DebugString(), ")"));
-    const int64_t x_rows = x.dim_size(x.dims() - 2), x_cols = x.dim_size(x.dims() - 1);
-    const int64_t y_rows = y.dim_size(y.dims() - 2), y_cols = y.dim_size(y.dims() - 1);
+    OP_REQUIRES(
+        ctx, x.dims() >= 2,
+        errors::InvalidArgument("In[0] ndims must be >= 2: ", x.dims(),
+                                " (shape ", x.shape().DebugString(), ")"));
+    OP_REQUIRES(
+        ctx, y.dims() >= 2,
+        errors::InvalidArgument("In[1] ndims must be >= 2: ", y.dims(),
+                                " (shape ", y.shape().DebugString(), ")"));
+    const int64_t x_rows = x.dim_size(x.dims() - 2),
+                  x_cols = x.dim_size(x.dims() - 1);
+    const int64_t y_rows = y.dim_size(y.dims() - 2),
+                  y_cols = y.dim_size(y.dims() - 1);
     const int64_t m = adj_x_ ? x_cols : x_rows;
     const int64_t k = adj_x_ ? x_rows : x_cols;
     const int64_t n = adj_y_ ? y_rows : y_cols;
@@ -268,13 +279,15 @@ class BatchMatMulV2Kernel : public OpKernel {
     int64_t y_batch = 1;
     for (int i = 0; i + 2 < y.dims(); ++i) y_batch *= y.dim_size(i);
     if (!adj_x_ && y_batch == 1) {
-      cpu::Gemm(false, adj_y_, batches * m, n, k, T(1), xp, lda, yp, ldb, T(0), outp, n);
+      cpu::Gemm(false, adj_y_, batches * m, n, k, T(1), xp, lda, yp, ldb, T(0),
+                outp, n);
       return;
     }
 
     auto one = [&](int64_t b, int max_threads) {
-      cpu::Gemm(adj_x_, adj_y_, m, n, k, T(1), xp + plan.x_index[b] * x_stride, lda,
-                yp + plan.y_index[b] * y_stride, ldb, T(0), outp + b * m * n, n, max_threads);
+      cpu::Gemm(adj_x_, adj_y_, m, n, k, T(1), xp + plan.XIndex(b) * x_stride,
+                lda, yp + plan.YIndex(b) * y_stride, ldb, T(0),
+                outp + b * m * n, n, max_threads);
     };
     // Big products thread inside GEMM; many small ones split over the pool.
     const double work = static_cast<double>(m) * n * k;
@@ -294,9 +307,10 @@ class BatchMatMulV2Kernel : public OpKernel {
   bool adj_y_ = false;
 };
 
-#define REGISTER_BATCH_MATMUL(T)                                                          \
-  REGISTER_KERNEL_BUILDER(Name("BatchMatMulV2").Device(kDeviceCpu).TypeConstraint<T>("T"), \
-                          BatchMatMulV2Kernel<T>)
+#define REGISTER_BATCH_MATMUL(T)                                       \
+  REGISTER_KERNEL_BUILDER(                                             \
+      Name("BatchMatMulV2").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+      BatchMatMulV2Kernel<T>)
 REGISTER_BATCH_MATMUL(float);
 REGISTER_BATCH_MATMUL(double);
 REGISTER_BATCH_MATMUL(int32_t);

@@ -96,8 +96,9 @@ Status ShapeFromTensor(const Tensor& t, TensorShape* shape) {
 
 // Output 0 is the shape held by input 0.
 Status RandomShape(InferenceContext* c) {
+  // The kernel takes only a vector (a scalar is not a shape).
   PartialTensorShape unused, out;
-  RETURN_IF_ERROR(c->WithRankAtMost(0, 1, &unused));
+  RETURN_IF_ERROR(c->WithRank(0, 1, &unused));
   RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(0, &out));
   c->set_output(0, out);
   return absl::OkStatus();
@@ -107,7 +108,8 @@ Status RandomShape(InferenceContext* c) {
 // Dist::kGroupSize values. Group g reads counter block base + g.
 template <typename Dist>
 void FillFixedCost(OpKernelContext* ctx, const Philox4x32& base,
-                   typename Dist::Result* data, int64_t size, const Dist& dist) {
+                   typename Dist::Result* data, int64_t size,
+                   const Dist& dist) {
   constexpr int kGroup = Dist::kGroupSize;
   const int64_t groups = (size + kGroup - 1) / kGroup;
   RunParallel(ctx, groups, kGroup * Dist::kCostNs, [&](int64_t g0, int64_t g1) {
@@ -116,8 +118,12 @@ void FillFixedCost(OpKernelContext* ctx, const Philox4x32& base,
     for (int64_t g = g0; g < g1; ++g) {
       const auto values = dist(gen());
       const int64_t offset = g * kGroup;
-      const int64_t n = std::min<int64_t>(kGroup, size - offset);
-      std::copy(values.begin(), values.begin() + n, data + offset);
+      if (offset + kGroup <= size) {
+        for (int i = 0; i < kGroup; ++i) data[offset + i] = values[i];
+      } else {
+        std::copy(values.begin(), values.begin() + (size - offset),
+                  data + offset);
+      }
     }
   });
 }
@@ -327,7 +333,8 @@ struct UniformIntDist<int64_t> {
   std::array<int64_t, 2> operator()(const Philox4x32::Result& w) const {
     std::array<int64_t, 2> r;
     for (int i = 0; i < 2; ++i) {
-      const uint64_t bits = w[2 * i] | (static_cast<uint64_t>(w[2 * i + 1]) << 32);
+      const uint64_t bits =
+          w[2 * i] | (static_cast<uint64_t>(w[2 * i + 1]) << 32);
       r[i] = static_cast<int64_t>(static_cast<uint64_t>(lo) + bits % range);
     }
     return r;
@@ -365,7 +372,8 @@ REGISTER_OP("RandomStandardNormal")
     .Attr("T: {int32, int64}")
     .SetIsStateful()
     .SetShapeFn(RandomShape)
-    .Doc(R"doc(Outputs random values from a normal distribution (mean 0, stddev 1).
+    .Doc(
+        R"doc(Outputs random values from a normal distribution (mean 0, stddev 1).
 
 shape: The shape of the output tensor.
 seed: If either `seed` or `seed2` is non-zero, the generator is seeded by
@@ -423,17 +431,18 @@ class RandomKernel : public OpKernel {
   GuardedPhilox generator_;
 };
 
-#define RUNNEL_REGISTER_RANDOM(TYPE)                                        \
-  REGISTER_KERNEL_BUILDER(                                                  \
+#define RUNNEL_REGISTER_RANDOM(TYPE)                                          \
+  REGISTER_KERNEL_BUILDER(                                                    \
       Name("RandomUniform").Device(kDeviceCpu).TypeConstraint<TYPE>("dtype"), \
-      RandomKernel<UniformDist<TYPE>, false>);                              \
-  REGISTER_KERNEL_BUILDER(Name("RandomStandardNormal")                      \
-                              .Device(kDeviceCpu)                           \
-                              .TypeConstraint<TYPE>("dtype"),               \
-                          RandomKernel<NormalDist<TYPE>, false>);           \
-  REGISTER_KERNEL_BUILDER(                                                  \
-      Name("TruncatedNormal").Device(kDeviceCpu).TypeConstraint<TYPE>("dtype"), \
-      RandomKernel<TruncatedNormalDist<TYPE>, true>)
+      RandomKernel<UniformDist<TYPE>, false>);                                \
+  REGISTER_KERNEL_BUILDER(Name("RandomStandardNormal")                        \
+                              .Device(kDeviceCpu)                             \
+                              .TypeConstraint<TYPE>("dtype"),                 \
+                          RandomKernel<NormalDist<TYPE>, false>);             \
+  REGISTER_KERNEL_BUILDER(Name("TruncatedNormal")                             \
+                              .Device(kDeviceCpu)                             \
+                              .TypeConstraint<TYPE>("dtype"),                 \
+                          RandomKernel<TruncatedNormalDist<TYPE>, true>)
 
 RUNNEL_REGISTER_RANDOM(half);
 RUNNEL_REGISTER_RANDOM(bfloat16);
@@ -460,7 +469,8 @@ REGISTER_OP("RandomUniformInt")
       RETURN_IF_ERROR(c->WithRank(2, 0, &unused));
       return RandomShape(c);
     })
-    .Doc(R"doc(Outputs random integers from a uniform distribution in [minval, maxval).
+    .Doc(
+        R"doc(Outputs random integers from a uniform distribution in [minval, maxval).
 
 The values are `minval + (w mod (maxval - minval))` for uniformly random
 machine words `w`, which is very slightly biased unless the range is a power
@@ -498,12 +508,12 @@ class RandomUniformIntKernel : public OpKernel {
     // As in TensorFlow, an empty output needs no valid range.
     if (n == 0) return;
     const T lo = minval.scalar<T>(), hi = maxval.scalar<T>();
-    OP_REQUIRES(ctx, lo < hi,
-                errors::InvalidArgument("Need minval < maxval: ", lo,
-                                        " >= ", hi));
+    OP_REQUIRES(
+        ctx, lo < hi,
+        errors::InvalidArgument("Need minval < maxval: ", lo, " >= ", hi));
     using U = std::make_unsigned_t<T>;
-    UniformIntDist<T> dist{lo, static_cast<U>(static_cast<U>(hi) -
-                                              static_cast<U>(lo))};
+    UniformIntDist<T> dist{
+        lo, static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo))};
     const Philox4x32 base =
         generator_.Reserve(static_cast<uint64_t>(n) * kReservedBlocksPerOutput);
     FillFixedCost(ctx, base, out->data<T>(), n, dist);

@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/prune.h"
+#include "runnel/devices/cpu_device.h"
 #include "runnel/runtime/device_mgr.h"
 #include "runnel/runtime/executor.h"
 #include "runnel/runtime/session.h"
@@ -208,8 +209,13 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     PartialTensorShape shape;
     const Node* producer = graph_->FindNode(id.node);
     const std::string& op = producer->type_string();
+    // Note [Feed shape checks]: TensorFlow's runtime never checks feeds
+    // against a placeholder's shape, and real TF graphs declare scalar shapes
+    // for placeholders fed with vectors (graphs/tf_addition: shape [] fed
+    // [1]). We check declared shapes of rank >= 1 only, which catches the
+    // common mistake (a wrong batch layout) without rejecting such graphs.
     if ((op == "Placeholder" || op == "PlaceholderV2" || op == "PlaceholderWithDefault") &&
-        GetAttr(producer->attrs(), "shape", &shape).ok()) {
+        GetAttr(producer->attrs(), "shape", &shape).ok() && shape.dims() >= 1) {
       ek->feed_shapes.push_back(shape);
     } else {
       ek->feed_shapes.push_back(PartialTensorShape());

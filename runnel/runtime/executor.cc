@@ -137,6 +137,7 @@ struct Entry {
   Tensor val;
   Tensor* ref = nullptr;
   absl::Mutex* ref_mu = nullptr;
+  const OpKernel* ref_src = nullptr;  // Producer of `ref` (for errors).
 };
 
 // Set by a cancellation callback; outlives the state so a late callback
@@ -218,7 +219,11 @@ class ExecutorState {
       return;
     }
     absl::InlinedVector<TensorValue, 4> in(item.num_inputs);
-    PrepareInputs(item, &in);
+    if (Status s = PrepareInputs(item, &in); !s.ok()) {
+      ClearInputs(item);
+      NodeDone(errors::Prefix(s, item.kernel->ErrorPrefix()), {}, inline_ready);
+      return;
+    }
 
     NodeExecStats* stats = nullptr;
     NodeExecStats stats_storage;
@@ -293,7 +298,7 @@ class ExecutorState {
     p->track_allocations = args_.stats != nullptr;
   }
 
-  void PrepareInputs(const NodeItem& item, absl::InlinedVector<TensorValue, 4>* in) {
+  Status PrepareInputs(const NodeItem& item, absl::InlinedVector<TensorValue, 4>* in) {
     for (int32_t k = 0; k < item.num_inputs; ++k) {
       const int32_t slot = item.input_start + k;
       Entry& e = inputs_[slot];
@@ -302,13 +307,20 @@ class ExecutorState {
           (*in)[k] = TensorValue{e.ref, e.ref_mu};
           continue;
         }
+        // A value read of a variable: copy the Tensor (not the data).
         absl::ReaderMutexLock l(e.ref_mu);
+        if (!e.ref->IsInitialized() || e.ref->dtype() == DT_INVALID) {
+          return errors::FailedPrecondition(
+              "Attempting to use uninitialized value ",
+              e.ref_src != nullptr ? e.ref_src->name() : std::string("(variable)"));
+        }
         e.val = *e.ref;
         e.ref = nullptr;
         e.ref_mu = nullptr;
       }
       (*in)[k] = TensorValue{&e.val, nullptr};
     }
+    return absl::OkStatus();
   }
 
   void ClearInputs(const NodeItem& item) {
@@ -317,6 +329,7 @@ class ExecutorState {
       e.val = Tensor();
       e.ref = nullptr;
       e.ref_mu = nullptr;
+      e.ref_src = nullptr;
     }
   }
 
@@ -332,13 +345,10 @@ class ExecutorState {
       }
       Entry& dst = inputs_[oe.dst_slot];
       if (o->ref != nullptr) {
-        if (plan_.input_expects_ref[oe.dst_slot]) {
-          dst.ref = o->ref;
-          dst.ref_mu = o->ref_mu;
-        } else {
-          absl::ReaderMutexLock l(o->ref_mu);
-          dst.val = *o->ref;
-        }
+        // Dereferenced lazily in PrepareInputs, when the consumer runs.
+        dst.ref = o->ref;
+        dst.ref_mu = o->ref_mu;
+        dst.ref_src = item.kernel.get();
       } else if (oe.last_use) {
         dst.val = std::move(o->value);
       } else {
