@@ -10,10 +10,10 @@
 //    public:
 //     struct Attrs { Attrs TransposeA(bool x) const; ... };   // optional attrs
 //     static Attrs TransposeA(bool x);
-//     MatMul(const Scope& scope, Input a, Input b, const Attrs& attrs = Attrs());
-//     operator Output() const;   // one-output ops (and operator Input)
-//     Operation operation;
-//     Output product;            // one member per output arg (OutputList for lists)
+//     MatMul(const Scope& scope, Input a, Input b, const Attrs& attrs =
+//     Attrs()); operator Output() const;   // one-output ops (and operator
+//     Input) Operation operation; Output product;            // one member per
+//     output arg (OutputList for lists)
 //   };
 //
 // Type and number attrs that the inputs determine (T, N, Tidx) are not
@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/substitute.h"
 #include "runnel/framework/op.h"
 
 namespace runnel {
@@ -62,12 +63,12 @@ std::string AttrCppType(const std::string& type) {
 std::string Identifier(const std::string& name) {
   static const auto* kTaken = new std::set<std::string>{
       "and", "auto", "bool", "break", "case", "catch", "char", "class", "const",
-      "continue", "default", "delete", "do", "double", "else", "enum", "explicit",
-      "false", "float", "for", "friend", "if", "inline", "int", "long", "namespace",
-      "new", "not", "operator", "or", "private", "protected", "public", "return",
-      "short", "signed", "sizeof", "static", "struct", "switch", "template", "this",
-      "throw", "true", "try", "typedef", "union", "unsigned", "using", "virtual",
-      "void", "while", "xor",
+      "continue", "default", "delete", "do", "double", "else", "enum",
+      "explicit", "false", "float", "for", "friend", "if", "inline", "int",
+      "long", "namespace", "new", "not", "operator", "or", "private",
+      "protected", "public", "return", "short", "signed", "sizeof", "static",
+      "struct", "switch", "template", "this", "throw", "true", "try", "typedef",
+      "union", "unsigned", "using", "virtual", "void", "while", "xor",
       // Used by the generated code.
       "scope", "attrs", "builder", "operation", "node", "Attrs"};
   return kTaken->contains(name) ? name + "_" : name;
@@ -98,6 +99,8 @@ struct OpInfo {
   std::vector<const OpDef::AttrDef*> required;  // Constructor parameters.
   std::vector<const OpDef::AttrDef*> optional;  // Attrs setters.
   std::string skip_reason;                      // Non-empty: not generated.
+  // C++ parameter names: one per input arg, then one per required attr.
+  std::vector<std::string> input_params, attr_params;
 };
 
 OpInfo Analyze(const OpDef& def) {
@@ -105,33 +108,50 @@ OpInfo Analyze(const OpDef& def) {
   info.def = &def;
   std::set<std::string> inferred;
   for (const auto& arg : def.input_arg()) {
-    for (const std::string* a : {&arg.type_attr(), &arg.number_attr(), &arg.type_list_attr()}) {
+    for (const std::string* a :
+         {&arg.type_attr(), &arg.number_attr(), &arg.type_list_attr()}) {
       if (!a->empty()) inferred.insert(*a);
     }
   }
   for (const auto& attr : def.attr()) {
     if (inferred.contains(attr.name())) continue;
     if (AttrCppType(attr.type()).empty()) {
-      info.skip_reason = absl::StrCat("attr '", attr.name(), "' has type ", attr.type());
+      info.skip_reason =
+          absl::StrCat("attr '", attr.name(), "' has type ", attr.type());
       return info;
     }
     (attr.has_default_value() ? info.optional : info.required).push_back(&attr);
   }
+  std::set<std::string> used;
+  auto unique = [&](const std::string& name) {
+    std::string id = Identifier(name);
+    while (used.contains(id)) id += "_";
+    used.insert(id);
+    return id;
+  };
+  for (const auto& arg : def.input_arg())
+    info.input_params.push_back(unique(arg.name()));
+  for (const auto* attr : info.required)
+    info.attr_params.push_back(unique(attr->name()));
   return info;
 }
 
 // The constructor's parameter list (without the leading scope).
 std::string Params(const OpInfo& info, bool with_defaults) {
   std::vector<std::string> params = {"const ::runnel::Scope& scope"};
-  for (const auto& arg : info.def->input_arg()) {
-    params.push_back(absl::StrCat(IsList(arg) ? "::runnel::InputList " : "::runnel::Input ",
-                                  Identifier(arg.name())));
+  for (int i = 0; i < info.def->input_arg_size(); ++i) {
+    params.push_back(absl::StrCat(IsList(info.def->input_arg(i))
+                                      ? "::runnel::InputList "
+                                      : "::runnel::Input ",
+                                  info.input_params[i]));
   }
-  for (const auto* attr : info.required) {
-    params.push_back(absl::StrCat(AttrCppType(attr->type()), " ", Identifier(attr->name())));
+  for (size_t i = 0; i < info.required.size(); ++i) {
+    params.push_back(absl::StrCat(AttrCppType(info.required[i]->type()), " ",
+                                  info.attr_params[i]));
   }
   if (!info.optional.empty()) {
-    params.push_back(absl::StrCat("const Attrs& attrs", with_defaults ? " = Attrs()" : ""));
+    params.push_back(
+        absl::StrCat("const Attrs& attrs", with_defaults ? " = Attrs()" : ""));
   }
   return absl::StrJoin(params, ", ");
 }
@@ -145,34 +165,46 @@ void EmitClass(const OpInfo& info, std::ostream& h) {
   const OpDef& def = *info.def;
   const std::string& cls = def.name();
   std::string summary = def.summary().empty() ? "(no summary)" : def.summary();
-  h << "// " << absl::StrReplaceAll(summary, {{"\n", "\n// "}}) << "\n";
-  h << "class " << cls << " {\n public:\n";
+  h << "// " << absl::StrReplaceAll(summary, {{"\n", "\n// "}}) << "\n"
+    << "class " << cls << " {\n public:\n";
   if (!info.optional.empty()) {
-    h << "  // Optional attrs; unset ones take the op's default.\n  struct Attrs {\n";
+    h << "  // Optional attrs; unset ones take the op's default.\n"
+      << "  struct Attrs {\n";
     for (const auto* attr : info.optional) {
-      h << "    // Default: " << SummarizeAttrValue(attr->default_value()) << ".\n"
-        << "    Attrs " << SetterName(info, *attr) << "(" << AttrCppType(attr->type())
-        << " x) const {\n      Attrs r = *this;\n      r.values[\"" << attr->name()
-        << "\"] = ::runnel::MakeAttrValue(x);\n      return r;\n    }\n";
+      h << absl::Substitute(
+          "    // Default: $0.\n"
+          "    Attrs $1($2 x) const {\n"
+          "      Attrs r = *this;\n"
+          "      r.values[\"$3\"] = ::runnel::MakeAttrValue(x);\n"
+          "      return r;\n"
+          "    }\n",
+          SummarizeAttrValue(attr->default_value()), SetterName(info, *attr),
+          AttrCppType(attr->type()), attr->name());
     }
     h << "    ::runnel::AttrMap values;\n  };\n";
     for (const auto* attr : info.optional) {
-      h << "  static Attrs " << SetterName(info, *attr) << "(" << AttrCppType(attr->type())
-        << " x) {\n    return Attrs()." << SetterName(info, *attr) << "(x);\n  }\n";
+      h << absl::Substitute(
+          "  static Attrs $0($1 x) { return Attrs().$0(x); }\n",
+          SetterName(info, *attr), AttrCppType(attr->type()));
     }
     h << "\n";
   }
-  h << "  " << cls << "(" << Params(info, true) << ");\n";
+  // Only a scope (and maybe Attrs): explicit, so a Scope never converts.
+  const bool explicit_ctor = def.input_arg_size() == 0 && info.required.empty();
+  h << "  " << (explicit_ctor ? "explicit " : "") << cls << "("
+    << Params(info, true) << ");\n";
   const auto& outs = def.output_arg();
   if (outs.empty()) {
     h << "  operator ::runnel::Operation() const { return operation; }\n";
   } else if (outs.size() == 1 && !IsList(outs[0])) {
-    const std::string out = Identifier(outs[0].name());
-    h << "  operator ::runnel::Output() const { return " << out << "; }\n"
-      << "  operator ::runnel::Input() const { return " << out << "; }\n";
+    h << absl::Substitute(
+        "  operator ::runnel::Output() const { return $0; }\n"
+        "  operator ::runnel::Input() const { return $0; }\n",
+        Identifier(outs[0].name()));
   } else if (outs.size() == 1) {
-    h << "  ::runnel::Output operator[](size_t i) const { return "
-      << Identifier(outs[0].name()) << "[i]; }\n";
+    h << absl::Substitute(
+        "  ::runnel::Output operator[](size_t i) const { return $0[i]; }\n",
+        Identifier(outs[0].name()));
   }
   h << "  ::runnel::Node* node() const { return operation.node(); }\n\n"
     << "  ::runnel::Operation operation;\n";
@@ -185,13 +217,15 @@ void EmitClass(const OpInfo& info, std::ostream& h) {
 
 void EmitConstructor(const OpInfo& info, std::ostream& cc) {
   const OpDef& def = *info.def;
-  cc << def.name() << "::" << def.name() << "(" << Params(info, false) << ") {\n"
+  cc << def.name() << "::" << def.name() << "(" << Params(info, false)
+     << ") {\n"
      << "  ::runnel::NodeBuilder builder(scope, \"" << def.name() << "\");\n";
-  for (const auto& arg : def.input_arg()) {
-    cc << "  builder.Input(" << Identifier(arg.name()) << ");\n";
+  for (const std::string& param : info.input_params) {
+    cc << "  builder.Input(" << param << ");\n";
   }
-  for (const auto* attr : info.required) {
-    cc << "  builder.Attr(\"" << attr->name() << "\", " << Identifier(attr->name()) << ");\n";
+  for (size_t i = 0; i < info.required.size(); ++i) {
+    cc << "  builder.Attr(\"" << info.required[i]->name() << "\", "
+       << info.attr_params[i] << ");\n";
   }
   if (!info.optional.empty()) cc << "  builder.Attrs(attrs.values);\n";
   cc << "  scope.UpdateStatus(builder.Finalize(&operation));\n"
@@ -205,8 +239,8 @@ void EmitConstructor(const OpInfo& info, std::ostream& cc) {
     if (fixed) {
       cc << "operation.output(" << i << ");\n";
     } else {
-      cc << "operation.output_list(\"" << out.name() << "\")" << (IsList(out) ? "" : ".front()")
-         << ";\n";
+      cc << "operation.output_list(\"" << out.name() << "\")"
+         << (IsList(out) ? "" : ".front()") << ";\n";
     }
   }
   cc << "}\n\n";
@@ -229,12 +263,17 @@ int Main(int argc, char** argv) {
     return 2;
   }
   std::ostringstream h, cc;
-  const char* kBanner = "// Generated by tools/op_gen.cc from the op registry. Do not edit.\n";
-  h << kBanner << "#ifndef RUNNEL_OPS_OPS_GEN_H_\n#define RUNNEL_OPS_OPS_GEN_H_\n\n"
-    << "#include <cstdint>\n#include <string>\n\n#include \"absl/strings/string_view.h\"\n"
+  const char* kBanner =
+      "// Generated by tools/op_gen.cc from the op registry. Do not edit.\n";
+  h << kBanner
+    << "#ifndef RUNNEL_OPS_OPS_GEN_H_\n#define RUNNEL_OPS_OPS_GEN_H_\n\n"
+    << "#include <cstdint>\n#include <string>\n\n#include "
+       "\"absl/strings/string_view.h\"\n"
     << "#include \"absl/types/span.h\"\n#include \"runnel/graph/scope.h\"\n\n"
     << "namespace runnel {\nnamespace ops {\n\n";
-  cc << kBanner << "#include \"runnel/ops/ops_gen.h\"\n\nnamespace runnel {\nnamespace ops {\n\n";
+  cc << kBanner
+     << "#include \"runnel/ops/ops_gen.h\"\n\nnamespace runnel {\nnamespace "
+        "ops {\n\n";
   int generated = 0;
   for (const std::string& name : OpRegistry::Global()->ListOps()) {
     if (name.starts_with("_") || name == "Const") continue;
@@ -247,7 +286,8 @@ int Main(int argc, char** argv) {
     EmitConstructor(info, cc);
     ++generated;
   }
-  h << "}  // namespace ops\n}  // namespace runnel\n\n#endif  // RUNNEL_OPS_OPS_GEN_H_\n";
+  h << "}  // namespace ops\n}  // namespace runnel\n\n#endif  // "
+       "RUNNEL_OPS_OPS_GEN_H_\n";
   cc << "}  // namespace ops\n}  // namespace runnel\n";
   if (!WriteIfChanged(argv[1], h.str()) || !WriteIfChanged(argv[2], cc.str())) {
     std::cerr << "op_gen: cannot write " << argv[1] << " / " << argv[2] << "\n";

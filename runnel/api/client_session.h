@@ -6,7 +6,8 @@
 //   auto y = ops::Add(root, x, 1);
 //   ClientSession session(root);
 //   std::vector<Tensor> out;
-//   RETURN_IF_ERROR(session.Run({{x, {1.f, 2.f}}}, {y}, &out));  // out[0] = [2, 3]
+//   RETURN_IF_ERROR(session.Run({{x, {1.f, 2.f}}}, {y}, &out));  // out[0] =
+//   [2, 3]
 //
 // The session's graph follows the scope's: each Run first sends the nodes
 // added since the previous Run (by node id) to Session::Extend, so a program
@@ -46,24 +47,27 @@ class ClientSession {
 
   // Creates a local session for `scope`'s graph (shared, kept alive by the
   // session). If the session cannot be made, every Run returns why.
-  explicit ClientSession(const Scope& scope, const SessionOptions& options = {});
+  explicit ClientSession(const Scope& scope,
+                         const SessionOptions& options = {});
   // Closes the session (cancelling steps still running).
   ~ClientSession();
   ClientSession(const ClientSession&) = delete;
   ClientSession& operator=(const ClientSession&) = delete;
 
   // Evaluates `fetch_outputs` into `outputs` (one tensor each, in order).
-  Status Run(const std::vector<Output>& fetch_outputs, std::vector<Tensor>* outputs) const;
+  Status Run(const std::vector<Output>& fetch_outputs,
+             std::vector<Tensor>* outputs) const;
   Status Run(const FeedType& inputs, const std::vector<Output>& fetch_outputs,
              std::vector<Tensor>* outputs) const;
   // Also runs `run_outputs` (e.g. a training op) without fetching anything.
   Status Run(const FeedType& inputs, const std::vector<Output>& fetch_outputs,
-             const std::vector<Operation>& run_outputs, std::vector<Tensor>* outputs) const;
+             const std::vector<Operation>& run_outputs,
+             std::vector<Tensor>* outputs) const;
   // With per-step options (timeout, tracing); `run_metadata` may be null.
   Status Run(const RunOptions& run_options, const FeedType& inputs,
              const std::vector<Output>& fetch_outputs,
-             const std::vector<Operation>& run_outputs, std::vector<Tensor>* outputs,
-             RunMetadata* run_metadata) const;
+             const std::vector<Operation>& run_outputs,
+             std::vector<Tensor>* outputs, RunMetadata* run_metadata) const;
 
   // The underlying session (null if it could not be made).
   Session* session() const { return session_.get(); }

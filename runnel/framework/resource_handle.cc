@@ -19,7 +19,8 @@ void ResourceHandle::AsProto(ResourceHandleProto* proto) const {
   }
 }
 
-StatusOr<ResourceHandle> ResourceHandle::FromProto(const ResourceHandleProto& proto) {
+StatusOr<ResourceHandle> ResourceHandle::FromProto(
+    const ResourceHandleProto& proto) {
   ResourceHandle h;
   h.device_ = proto.device();
   h.container_ = proto.container();
@@ -40,9 +41,10 @@ std::string ResourceHandle::DebugString() const {
   for (const auto& d : dtypes_and_shapes_) {
     ds.push_back(absl::StrCat(DataTypeString(d.dtype), d.shape.DebugString()));
   }
-  return absl::StrCat("<ResourceHandle(name=\"", name_, "\", device=\"", device_,
-                      "\", container=\"", container_, "\", type=\"", maybe_type_name_,
-                      "\", dtype and shapes : \"[ ", absl::StrJoin(ds, ", "), " ]\")>");
+  return absl::StrCat("<ResourceHandle(name=\"", name_, "\", device=\"",
+                      device_, "\", container=\"", container_, "\", type=\"",
+                      maybe_type_name_, "\", dtype and shapes : \"[ ",
+                      absl::StrJoin(ds, ", "), " ]\")>");
 }
 
 }  // namespace runnel

@@ -30,18 +30,22 @@ TEST(ResourceHandleTest, ProtoRoundTrip) {
   ASSERT_EQ(back->dtypes_and_shapes().size(), 1u);
   EXPECT_EQ(back->dtypes_and_shapes()[0].dtype, DT_FLOAT);
   EXPECT_EQ(back->dtypes_and_shapes()[0].shape, PartialTensorShape({2, -1}));
-  EXPECT_NE(h.DebugString().find("name=\"v\""), std::string::npos) << h.DebugString();
+  EXPECT_NE(h.DebugString().find("name=\"v\""), std::string::npos)
+      << h.DebugString();
 
   p.mutable_dtypes_and_shapes(0)->mutable_shape()->add_dim()->set_size(-5);
-  EXPECT_EQ(ResourceHandle::FromProto(p).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResourceHandle::FromProto(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ResourceHandleTest, ResourceTensorsHoldHandles) {
   Tensor t(DT_RESOURCE, TensorShape({3}));
   EXPECT_EQ(t.TotalBytes(), 3 * sizeof(ResourceHandle));
-  for (const ResourceHandle& h : t.flat<ResourceHandle>()) EXPECT_TRUE(h.name().empty());
+  for (const ResourceHandle& h : t.flat<ResourceHandle>())
+    EXPECT_TRUE(h.name().empty());
   t.flat<ResourceHandle>()[1] = SampleHandle();
-  t.flat<ResourceHandle>()[2].set_name(std::string(1000, 'x'));  // Heap-allocated name.
+  t.flat<ResourceHandle>()[2].set_name(
+      std::string(1000, 'x'));  // Heap-allocated name.
 
   Tensor copy = t.DeepCopy();
   EXPECT_FALSE(copy.SharesBufferWith(t));
@@ -54,7 +58,8 @@ TEST(ResourceHandleTest, ResourceTensorsHoldHandles) {
   EXPECT_EQ(row.flat<ResourceHandle>()[1].name().size(), 1000u);
   EXPECT_NE(copy.DebugString().find("ResourceHandle"), std::string::npos);
 
-  auto alloc = Tensor::Allocate(cpu_allocator(), DT_RESOURCE, TensorShape({2, 2}));
+  auto alloc =
+      Tensor::Allocate(cpu_allocator(), DT_RESOURCE, TensorShape({2, 2}));
   ASSERT_TRUE(alloc.ok());
   EXPECT_EQ(alloc->NumElements(), 4);
 }

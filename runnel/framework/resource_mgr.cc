@@ -59,7 +59,8 @@ Status ResourceMgr::DoDelete(const std::string& container, std::type_index type,
   return absl::OkStatus();
 }
 
-Status ResourceMgr::DeleteByTypeHash(const std::string& container, uint64_t type_hash,
+Status ResourceMgr::DeleteByTypeHash(const std::string& container,
+                                     uint64_t type_hash,
                                      const std::string& name) {
   ResourceBase* r = nullptr;
   {
@@ -77,7 +78,8 @@ Status ResourceMgr::DeleteByTypeHash(const std::string& container, uint64_t type
     }
   }
   if (r == nullptr) {
-    return errors::NotFound("resource ", container, "/", name, " does not exist");
+    return errors::NotFound("resource ", container, "/", name,
+                            " does not exist");
   }
   r->Unref();
   return absl::OkStatus();

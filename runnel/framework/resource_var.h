@@ -53,18 +53,20 @@ class Var : public ResourceBase {
 
 // The handle in input `i`, which must be a DT_RESOURCE tensor of one element
 // (InvalidArgument otherwise).
-Status HandleFromInput(OpKernelContext* ctx, int i, const ResourceHandle** handle);
+Status HandleFromInput(OpKernelContext* ctx, int i,
+                       const ResourceHandle** handle);
 
 // InvalidArgument unless `h` refers to a resource of type T on this
 // kernel's device (a handle without a device matches any device).
-Status ValidateHandle(OpKernelContext* ctx, const ResourceHandle& h, uint64_t type_hash,
-                      absl::string_view type_name);
+Status ValidateHandle(OpKernelContext* ctx, const ResourceHandle& h,
+                      uint64_t type_hash, absl::string_view type_name);
 
 // Looks up the resource `h` names. On success *out holds a new reference the
 // caller must Unref. NotFound if it does not exist.
 template <typename T>
 Status LookupResource(OpKernelContext* ctx, const ResourceHandle& h, T** out) {
-  RETURN_IF_ERROR(ValidateHandle(ctx, h, ResourceTypeHash<T>(), typeid(T).name()));
+  RETURN_IF_ERROR(
+      ValidateHandle(ctx, h, ResourceTypeHash<T>(), typeid(T).name()));
   if (ctx->resource_manager() == nullptr) {
     return errors::FailedPrecondition("no resource manager");
   }
@@ -74,14 +76,15 @@ Status LookupResource(OpKernelContext* ctx, const ResourceHandle& h, T** out) {
 // Like LookupResource, but creates the resource with `creator` (which
 // returns a new T with one reference) if it does not exist.
 template <typename T>
-Status LookupOrCreateResource(OpKernelContext* ctx, const ResourceHandle& h, T** out,
-                              std::function<Status(T**)> creator) {
-  RETURN_IF_ERROR(ValidateHandle(ctx, h, ResourceTypeHash<T>(), typeid(T).name()));
+Status LookupOrCreateResource(OpKernelContext* ctx, const ResourceHandle& h,
+                              T** out, std::function<Status(T**)> creator) {
+  RETURN_IF_ERROR(
+      ValidateHandle(ctx, h, ResourceTypeHash<T>(), typeid(T).name()));
   if (ctx->resource_manager() == nullptr) {
     return errors::FailedPrecondition("no resource manager");
   }
-  return ctx->resource_manager()->LookupOrCreate<T>(h.container(), h.name(), out,
-                                                    std::move(creator));
+  return ctx->resource_manager()->LookupOrCreate<T>(h.container(), h.name(),
+                                                    out, std::move(creator));
 }
 
 // FailedPrecondition for reading the variable `h` before it was assigned

@@ -200,7 +200,8 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
   }
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.tensor_shape()));
   const int64_t n = shape.num_elements();
-  if (dt != DT_STRING && n > (int64_t{1} << 40) / static_cast<int64_t>(ElementSize(dt))) {
+  if (dt != DT_STRING &&
+      n > (int64_t{1} << 40) / static_cast<int64_t>(ElementSize(dt))) {
     return errors::InvalidArgument("TensorProto shape ", shape.DebugString(),
                                    " is too large");
   }
@@ -246,7 +247,8 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
       auto out = t.flat<ResourceHandle>();
       const int64_t in_n = proto.resource_handle_val_size();
       for (int64_t i = 0; i < std::min<int64_t>(in_n, n); ++i) {
-        ASSIGN_OR_RETURN(out[i], ResourceHandle::FromProto(proto.resource_handle_val(i)));
+        ASSIGN_OR_RETURN(
+            out[i], ResourceHandle::FromProto(proto.resource_handle_val(i)));
       }
       for (int64_t i = in_n; i < n && in_n > 0; ++i) out[i] = out[in_n - 1];
       break;
@@ -349,7 +351,8 @@ std::string Tensor::ElementString(int64_t i) const {
       return absl::StrCat("(", FloatString(v.real()), ",", FloatString(v.imag()), ")");
     }
     case DT_STRING: return absl::CEscape(flat<tstring>()[i]);
-    case DT_RESOURCE: return flat<ResourceHandle>()[i].DebugString();
+    case DT_RESOURCE:
+      return flat<ResourceHandle>()[i].DebugString();
     default: return "?";
   }
 }

@@ -15,7 +15,9 @@ namespace {
 constexpr char kColocationAttr[] = "_class";
 constexpr char kColocationPrefix[] = "loc:@";
 
-bool IsNumeric(DataType t) { return DataTypeIsFloating(t) || DataTypeIsInteger(t); }
+bool IsNumeric(DataType t) {
+  return DataTypeIsFloating(t) || DataTypeIsInteger(t);
+}
 
 // The dtype that holds two literals of types `a` and `b` (int with float
 // gives float), or DT_INVALID if they do not mix (bool, string).
@@ -34,12 +36,16 @@ DataType PromoteLiteralTypes(DataType a, DataType b) {
 template <typename S>
 bool ConvertValues(absl::Span<const S> in, Tensor* out) {
   const DataType to = out->dtype();
-  if (to == DT_HALF || to == DT_BFLOAT16 || to == DT_COMPLEX64 || to == DT_COMPLEX128) {
+  if (to == DT_HALF || to == DT_BFLOAT16 || to == DT_COMPLEX64 ||
+      to == DT_COMPLEX128) {
     for (size_t i = 0; i < in.size(); ++i) {
       const double v = static_cast<double>(in[i]);
-      if (to == DT_HALF) out->flat<half>()[i] = FloatToHalf(static_cast<float>(v));
-      if (to == DT_BFLOAT16) out->flat<bfloat16>()[i] = FloatToBFloat16(static_cast<float>(v));
-      if (to == DT_COMPLEX64) out->flat<complex64>()[i] = complex64(static_cast<float>(v));
+      if (to == DT_HALF)
+        out->flat<half>()[i] = FloatToHalf(static_cast<float>(v));
+      if (to == DT_BFLOAT16)
+        out->flat<bfloat16>()[i] = FloatToBFloat16(static_cast<float>(v));
+      if (to == DT_COMPLEX64)
+        out->flat<complex64>()[i] = complex64(static_cast<float>(v));
       if (to == DT_COMPLEX128) out->flat<complex128>()[i] = complex128(v);
     }
     return true;
@@ -63,16 +69,12 @@ bool ConvertValues(absl::Span<const S> in, Tensor* out) {
 
 StatusOr<Tensor> ConvertLiteral(const Tensor& src, DataType to) {
   auto fail = [&]() {
-    return errors::InvalidArgument("cannot convert the ", DataTypeString(src.dtype()),
-                                   " literal ", src.SummarizeValue(6), " to ",
-                                   DataTypeString(to));
+    return errors::InvalidArgument(
+        "cannot convert the ", DataTypeString(src.dtype()), " literal ",
+        src.SummarizeValue(6), " to ", DataTypeString(to));
   };
-  if (!IsNumeric(src.dtype()) || !IsNumeric(to)) {
-    if (to == DT_COMPLEX64 || to == DT_COMPLEX128) {
-      if (!IsNumeric(src.dtype())) return fail();
-    } else {
-      return fail();
-    }
+  if (!IsNumeric(src.dtype()) || !(IsNumeric(to) || DataTypeIsComplex(to))) {
+    return fail();
   }
   Tensor out(to, src.shape());
   bool ok = false;
@@ -92,19 +94,23 @@ void CopyElements(const Tensor& src, Tensor* dst, int64_t offset) {
 }
 
 // Prefixes `s` with "node 'name' (Op): " unless it already names the node.
-Status NameNode(const Status& s, const std::string& name, const std::string& op) {
-  if (s.ok() || absl::StrContains(s.message(), absl::StrCat("'", name, "'"))) return s;
+Status NameNode(const Status& s, const std::string& name,
+                const std::string& op) {
+  if (s.ok() || absl::StrContains(s.message(), absl::StrCat("'", name, "'")))
+    return s;
   return errors::Prefix(s, absl::StrCat("node '", name, "' (", op, "): "));
 }
 
 // InvalidArgument unless `n` is a node of `g` (not null, not another graph's).
 Status CheckInGraph(const Graph* g, const Node* n, absl::string_view what) {
   if (n == nullptr) {
-    return errors::InvalidArgument(what, " is a null Output/Operation (from an op "
-                                         "that failed to build?)");
+    return errors::InvalidArgument(what,
+                                   " is a null Output/Operation (from an op "
+                                   "that failed to build?)");
   }
   if (g->FindNodeId(n->id()) != n) {
-    return errors::InvalidArgument(what, " '", n->name(), "' belongs to another graph");
+    return errors::InvalidArgument(what, " '", n->name(),
+                                   "' belongs to another graph");
   }
   return absl::OkStatus();
 }
@@ -129,19 +135,22 @@ std::vector<Output> Operation::output_list(absl::string_view arg) const {
   std::vector<Output> result;
   std::map<std::string, std::pair<int, int>> ranges;
   if (node_ == nullptr ||
-      !NameRangesForNode(node_->op_def(), node_->attrs(), nullptr, &ranges).ok()) {
+      !NameRangesForNode(node_->op_def(), node_->attrs(), nullptr, &ranges)
+           .ok()) {
     return result;
   }
   auto it = ranges.find(std::string(arg));
   if (it == ranges.end()) return result;
-  for (int i = it->second.first; i < it->second.second; ++i) result.push_back(output(i));
+  for (int i = it->second.first; i < it->second.second; ++i)
+    result.push_back(output(i));
   return result;
 }
 
 DataType Output::type() const {
   Node* n = node();
-  return n != nullptr && index_ >= 0 && index_ < n->num_outputs() ? n->output_type(index_)
-                                                                   : DT_INVALID;
+  return n != nullptr && index_ >= 0 && index_ < n->num_outputs()
+             ? n->output_type(index_)
+             : DT_INVALID;
 }
 
 std::string Output::name() const {
@@ -171,19 +180,21 @@ Input::Initializer::Initializer(const std::initializer_list<Initializer>& v) {
     if (e.tensor.shape() != first.tensor.shape()) {
       status = errors::InvalidArgument(
           "initializer list parts must all have the same shape; got ",
-          first.tensor.shape().DebugString(), " and ", e.tensor.shape().DebugString());
+          first.tensor.shape().DebugString(), " and ",
+          e.tensor.shape().DebugString());
       return;
     }
     is_literal = is_literal && e.is_literal;
   }
   DataType dtype = first.tensor.dtype();
   for (const Initializer& e : v) {
-    DataType promoted = is_literal ? PromoteLiteralTypes(dtype, e.tensor.dtype())
-                                   : (dtype == e.tensor.dtype() ? dtype : DT_INVALID);
+    DataType promoted = is_literal
+                            ? PromoteLiteralTypes(dtype, e.tensor.dtype())
+                            : (dtype == e.tensor.dtype() ? dtype : DT_INVALID);
     if (promoted == DT_INVALID) {
-      status = errors::InvalidArgument("initializer list mixes ", DataTypeString(dtype),
-                                       " and ", DataTypeString(e.tensor.dtype()),
-                                       " values");
+      status = errors::InvalidArgument(
+          "initializer list mixes ", DataTypeString(dtype), " and ",
+          DataTypeString(e.tensor.dtype()), " values");
       return;
     }
     dtype = promoted;
@@ -208,8 +219,8 @@ StatusOr<Tensor> Input::Initializer::AsType(DataType dtype) const {
   if (tensor.dtype() == dtype) return tensor;
   if (!is_literal) {
     return errors::InvalidArgument("expected a ", DataTypeString(dtype),
-                                   " tensor but got a ", DataTypeString(tensor.dtype()),
-                                   " tensor");
+                                   " tensor but got a ",
+                                   DataTypeString(tensor.dtype()), " tensor");
   }
   return ConvertLiteral(tensor, dtype);
 }
@@ -239,7 +250,8 @@ std::string Scope::GetUniqueName(const std::string& prefix) const {
 }
 
 std::string Scope::GetUniqueNameForOp(absl::string_view default_name) const {
-  const std::string base = op_name_.empty() ? std::string(default_name) : op_name_;
+  const std::string base =
+      op_name_.empty() ? std::string(default_name) : op_name_;
   auto full = [&](const std::string& n) {
     return name_.empty() ? n : absl::StrCat(name_, "/", n);
   };
@@ -265,15 +277,12 @@ Scope Scope::WithOpName(absl::string_view op_name) const {
   return s;
 }
 
-Scope Scope::WithControlDependencies(absl::Span<const Operation> control_deps) const {
+Scope Scope::WithControlDependencies(
+    absl::Span<const Operation> control_deps) const {
   Scope s = *this;
-  s.control_deps_.insert(s.control_deps_.end(), control_deps.begin(), control_deps.end());
+  s.control_deps_.insert(s.control_deps_.end(), control_deps.begin(),
+                         control_deps.end());
   return s;
-}
-
-Scope Scope::WithControlDependencies(const Output& control_dep) const {
-  Operation op = control_dep.op();
-  return WithControlDependencies(absl::MakeConstSpan(&op, 1));
 }
 
 Scope Scope::WithNoControlDependencies() const {
@@ -317,7 +326,8 @@ Scope Scope::ClearColocation() const {
 
 std::vector<std::string> Scope::ColocationAttr() const {
   std::vector<std::string> v;
-  for (const std::string& name : colocation_) v.push_back(kColocationPrefix + name);
+  for (const std::string& name : colocation_)
+    v.push_back(kColocationPrefix + name);
   return v;
 }
 
@@ -334,28 +344,36 @@ Status Scope::ToGraphDef(GraphDef* gdef) const {
 // ---------------------------------------------------------------------------
 // Adding nodes
 
-Status AddNodeToScope(const Scope& scope, const std::string& name, const std::string& op,
-                      AttrMap attrs, absl::Span<const Output> inputs,
-                      absl::Span<const Operation> control_inputs, Operation* result) {
+Status AddNodeToScope(const Scope& scope, const std::string& name,
+                      const std::string& op, AttrMap attrs,
+                      absl::Span<const Output> inputs,
+                      absl::Span<const Operation> control_inputs,
+                      Operation* result) {
   RETURN_IF_ERROR(scope.status());
   if (!IsValidNodeName(name, /*allow_internal=*/false)) {
-    return errors::InvalidArgument("invalid node name '", name, "' for a ", op, " node");
+    return errors::InvalidArgument("invalid node name '", name, "' for a ", op,
+                                   " node");
   }
   std::vector<std::string> colocation = scope.ColocationAttr();
   if (!colocation.empty()) attrs[kColocationAttr] = MakeAttrValue(colocation);
   Graph* g = scope.graph();
-  ASSIGN_OR_RETURN(Node * n, g->AddNode(name, op, std::move(attrs), scope.device()));
+  ASSIGN_OR_RETURN(Node * n,
+                   g->AddNode(name, op, std::move(attrs), scope.device()));
   auto connect = [&]() -> Status {
     if (static_cast<int>(inputs.size()) != n->num_inputs()) {
-      return errors::InvalidArgument("node '", name, "' (", op, ") has ", n->num_inputs(),
-                                     " inputs but ", inputs.size(), " were given");
+      return errors::InvalidArgument("node '", name, "' (", op, ") has ",
+                                     n->num_inputs(), " inputs but ",
+                                     inputs.size(), " were given");
     }
     for (size_t i = 0; i < inputs.size(); ++i) {
-      RETURN_IF_ERROR(CheckInGraph(g, inputs[i].node(), absl::StrCat("input ", i)));
       RETURN_IF_ERROR(
-          g->AddEdge(inputs[i].node(), inputs[i].index(), n, static_cast<int>(i)).status());
+          CheckInGraph(g, inputs[i].node(), absl::StrCat("input ", i)));
+      RETURN_IF_ERROR(g->AddEdge(inputs[i].node(), inputs[i].index(), n,
+                                 static_cast<int>(i))
+                          .status());
     }
-    for (auto deps : {absl::MakeConstSpan(scope.control_deps()), control_inputs}) {
+    for (auto deps :
+         {absl::MakeConstSpan(scope.control_deps()), control_inputs}) {
       for (const Operation& c : deps) {
         RETURN_IF_ERROR(CheckInGraph(g, c.node(), "control input"));
         g->AddControlEdge(c.node(), n);
@@ -402,12 +420,15 @@ NodeBuilder& NodeBuilder::Attrs(const AttrMap& attrs) {
   return *this;
 }
 
-Status NodeBuilder::Where(const Status& s) const { return NameNode(s, name_, op_); }
+Status NodeBuilder::Where(const Status& s) const {
+  return NameNode(s, name_, op_);
+}
 
 Status NodeBuilder::CheckArgs(const OpDef& def) const {
   if (static_cast<int>(args_.size()) != def.input_arg_size()) {
     return errors::InvalidArgument("the op has ", def.input_arg_size(),
-                                   " input args but ", args_.size(), " were given");
+                                   " input args but ", args_.size(),
+                                   " were given");
   }
   for (int k = 0; k < def.input_arg_size(); ++k) {
     const OpDef::ArgDef& a = def.input_arg(k);
@@ -419,29 +440,32 @@ Status NodeBuilder::CheckArgs(const OpDef& def) const {
     }
     for (const ::runnel::Input& in : args_[k].inputs) {
       if (!in.status().ok()) {
-        return errors::Prefix(in.status(), absl::StrCat("input '", a.name(), "': "));
+        return errors::Prefix(in.status(),
+                              absl::StrCat("input '", a.name(), "': "));
       }
       if (!in.is_constant() && in.node() == nullptr) {
-        return errors::InvalidArgument("input '", a.name(),
-                                       "' is a null Output (from an op that failed to "
-                                       "build?)");
+        return errors::InvalidArgument(
+            "input '", a.name(),
+            "' is a null Output (from an op that failed to "
+            "build?)");
       }
     }
   }
   return absl::OkStatus();
 }
 
-Status NodeBuilder::InferAttrsFromOutputs(const OpDef& def) {
+void NodeBuilder::InferAttrsFromOutputs(const OpDef& def) {
   for (int k = 0; k < def.input_arg_size(); ++k) {
     const OpDef::ArgDef& a = def.input_arg(k);
     if (!a.number_attr().empty() && !attrs_.contains(a.number_attr())) {
-      attrs_[a.number_attr()] = MakeAttrValue(static_cast<int64_t>(args_[k].inputs.size()));
+      attrs_[a.number_attr()] =
+          MakeAttrValue(static_cast<int64_t>(args_[k].inputs.size()));
     }
     if (a.type_attr().empty() || attrs_.contains(a.type_attr())) continue;
     for (const ::runnel::Input& in : args_[k].inputs) {
       if (in.is_constant() && in.initializer().is_literal) continue;
-      DataType dt =
-          in.is_constant() ? in.initializer().tensor.dtype() : BaseType(in.output().type());
+      DataType dt = in.is_constant() ? in.initializer().tensor.dtype()
+                                     : BaseType(in.output().type());
       attrs_[a.type_attr()] = MakeAttrValue(dt);
       break;
     }
@@ -455,16 +479,17 @@ Status NodeBuilder::InferAttrsFromOutputs(const OpDef& def) {
       if (def.input_arg(j).type_attr() != attr) continue;
       for (const ::runnel::Input& in : args_[j].inputs) {
         DataType dt = in.initializer().tensor.dtype();
-        DataType promoted = common == DT_INVALID ? dt : PromoteLiteralTypes(common, dt);
+        DataType promoted =
+            common == DT_INVALID ? dt : PromoteLiteralTypes(common, dt);
         common = promoted == DT_INVALID ? common : promoted;
       }
     }
     if (common != DT_INVALID) attrs_[attr] = MakeAttrValue(common);
   }
-  return absl::OkStatus();
 }
 
-Status NodeBuilder::MaterializeConstants(const OpDef& def, std::vector<Node*>* consts,
+Status NodeBuilder::MaterializeConstants(const OpDef& def,
+                                         std::vector<Node*>* consts,
                                          Endpoints* ends) {
   ends->resize(def.input_arg_size());
   for (int k = 0; k < def.input_arg_size(); ++k) {
@@ -490,14 +515,16 @@ Status NodeBuilder::MaterializeConstants(const OpDef& def, std::vector<Node*>* c
       }
       StatusOr<Tensor> value = in.initializer().AsType(dt);
       if (!value.ok()) {
-        return errors::Prefix(value.status(), absl::StrCat("input '", a.name(), "': "));
+        return errors::Prefix(value.status(),
+                              absl::StrCat("input '", a.name(), "': "));
       }
       std::string base = absl::StrCat(name_, "/", a.name());
       if (arg.is_list) absl::StrAppend(&base, "_", i);
-      AttrMap attrs = {{"value", MakeAttrValue(*value)}, {"dtype", MakeAttrValue(dt)}};
+      AttrMap attrs = {{"value", MakeAttrValue(*value)},
+                       {"dtype", MakeAttrValue(dt)}};
       Operation c;
-      RETURN_IF_ERROR(AddNodeToScope(scope_, scope_.graph()->NewName(base), "Const",
-                                     std::move(attrs), {}, {}, &c));
+      RETURN_IF_ERROR(AddNodeToScope(scope_, scope_.graph()->NewName(base),
+                                     "Const", std::move(attrs), {}, {}, &c));
       consts->push_back(c.node());
       (*ends)[k].push_back({c.node(), 0});
     }
@@ -510,7 +537,8 @@ void NodeBuilder::SetTypeListAttrs(const OpDef& def, const Endpoints& ends) {
     const std::string& attr = def.input_arg(k).type_list_attr();
     if (attr.empty() || attrs_.contains(attr)) continue;
     std::vector<DataType> types;
-    for (const auto& [node, index] : ends[k]) types.push_back(BaseType(node->output_type(index)));
+    for (const auto& [node, index] : ends[k])
+      types.push_back(BaseType(node->output_type(index)));
     attrs_[attr] = MakeAttrValue(types);
   }
 }
@@ -520,7 +548,8 @@ Status NodeBuilder::AddNodeWithEdges(const Endpoints& ends, Operation* op) {
   for (const auto& arg : ends) {
     for (const auto& [node, index] : arg) inputs.emplace_back(node, index);
   }
-  return AddNodeToScope(scope_, name_, op_, attrs_, inputs, control_inputs_, op);
+  return AddNodeToScope(scope_, name_, op_, attrs_, inputs, control_inputs_,
+                        op);
 }
 
 Status NodeBuilder::Finalize(Operation* op) {
@@ -529,7 +558,7 @@ Status NodeBuilder::Finalize(Operation* op) {
   const OpDef* def = nullptr;
   RETURN_IF_ERROR(Where(OpRegistry::Global()->LookUpOpDef(op_, &def)));
   RETURN_IF_ERROR(Where(CheckArgs(*def)));
-  RETURN_IF_ERROR(Where(InferAttrsFromOutputs(*def)));
+  InferAttrsFromOutputs(*def);
   std::vector<Node*> consts;
   Endpoints ends;
   Status s = MaterializeConstants(*def, &consts, &ends);
@@ -565,7 +594,8 @@ Output Const(const Scope& scope, const Input::Initializer& value) {
   return scope.ok() ? op.output(0) : Output();
 }
 
-Output Const(const Scope& scope, const Input::Initializer& value, const TensorShape& shape) {
+Output Const(const Scope& scope, const Input::Initializer& value,
+             const TensorShape& shape) {
   if (!scope.ok() || !value.status.ok()) return Const(scope, value);
   const Tensor& v = value.tensor;
   Input::Initializer shaped(Tensor{});
@@ -579,14 +609,15 @@ Output Const(const Scope& scope, const Input::Initializer& value, const TensorSh
       std::fill(out.begin(), out.end(), v.flat<T>()[0]);
     });
   } else {
-    shaped.status = errors::InvalidArgument("a value of shape ", v.shape().DebugString(),
-                                            " cannot make a constant of shape ",
-                                            shape.DebugString());
+    shaped.status = errors::InvalidArgument(
+        "a value of shape ", v.shape().DebugString(),
+        " cannot make a constant of shape ", shape.DebugString());
   }
   return Const(scope, shaped);
 }
 
-Output Const(const Scope& scope, const Input::Initializer& value, DataType dtype) {
+Output Const(const Scope& scope, const Input::Initializer& value,
+             DataType dtype) {
   StatusOr<Tensor> t = value.AsType(dtype);
   Input::Initializer typed(t.ok() ? *t : Tensor());
   if (!t.ok()) typed.status = t.status();

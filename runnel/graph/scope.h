@@ -67,6 +67,7 @@ class Operation {
   const std::string& name() const;
   int num_inputs() const { return node_ ? node_->num_inputs() : 0; }
   int num_outputs() const { return node_ ? node_->num_outputs() : 0; }
+  // The slot dtypes (the node must be non-null).
   DataType input_type(int i) const { return node_->input_type(i); }
   DataType output_type(int i) const { return node_->output_type(i); }
   Output output(int i) const;
@@ -98,7 +99,9 @@ class Output {
   // "node:index" ("" for a null Output), the form Session::Run takes.
   std::string name() const;
 
-  bool operator==(const Output& o) const { return op_ == o.op_ && index_ == o.index_; }
+  bool operator==(const Output& o) const {
+    return op_ == o.op_ && index_ == o.index_;
+  }
   bool operator!=(const Output& o) const { return !(*this == o); }
 
  private:
@@ -108,7 +111,8 @@ class Output {
 
 struct OutputHash {
   size_t operator()(const Output& o) const {
-    return std::hash<const void*>()(o.node()) * 31 + static_cast<size_t>(o.index());
+    return std::hash<const void*>()(o.node()) * 31 +
+           static_cast<size_t>(o.index());
   }
 };
 
@@ -134,9 +138,15 @@ constexpr DataType LiteralDataType() {
   } else if constexpr (std::is_floating_point_v<T>) {
     return sizeof(T) == 4 ? DT_FLOAT : DT_DOUBLE;
   } else if constexpr (std::is_signed_v<T>) {
-    return sizeof(T) == 1 ? DT_INT8 : sizeof(T) == 2 ? DT_INT16 : sizeof(T) == 4 ? DT_INT32 : DT_INT64;
+    return sizeof(T) == 1   ? DT_INT8
+           : sizeof(T) == 2 ? DT_INT16
+           : sizeof(T) == 4 ? DT_INT32
+                            : DT_INT64;
   } else {
-    return sizeof(T) == 1 ? DT_UINT8 : sizeof(T) == 2 ? DT_UINT16 : sizeof(T) == 4 ? DT_UINT32 : DT_UINT64;
+    return sizeof(T) == 1   ? DT_UINT8
+           : sizeof(T) == 2 ? DT_UINT16
+           : sizeof(T) == 4 ? DT_UINT32
+                            : DT_UINT64;
   }
 }
 }  // namespace internal
@@ -150,17 +160,21 @@ class Input {
   // dtype (int -> float is fine, 1.5 -> int32 or overflow is an error). A
   // Tensor is used exactly as given.
   struct Initializer {
-    template <typename T, typename = std::enable_if_t<internal::kIsLiteralScalar<T>>>
+    template <typename T,
+              typename = std::enable_if_t<internal::kIsLiteralScalar<T>>>
     Initializer(const T& v)  // NOLINT: implicit on purpose.
-        : tensor(Tensor::Scalar<Native<T>>(static_cast<Native<T>>(v))), is_literal(true) {}
-    Initializer(const char* s);         // NOLINT
-    Initializer(const std::string& s);  // NOLINT
+        : tensor(Tensor::Scalar<Native<T>>(static_cast<Native<T>>(v))),
+          is_literal(true) {}
+    Initializer(const char* s);                  // NOLINT
+    Initializer(const std::string& s);           // NOLINT
     Initializer(const Tensor& t) : tensor(t) {}  // NOLINT
 
     // A 1-D literal {1, 2, 3}.
-    template <typename T, typename = std::enable_if_t<internal::kIsLiteralScalar<T>>>
+    template <typename T,
+              typename = std::enable_if_t<internal::kIsLiteralScalar<T>>>
     Initializer(const std::initializer_list<T>& v)  // NOLINT
-        : tensor(internal::LiteralDataType<T>(), TensorShape({static_cast<int64_t>(v.size())})),
+        : tensor(internal::LiteralDataType<T>(),
+                 TensorShape({static_cast<int64_t>(v.size())})),
           is_literal(true) {
       Native<T>* out = tensor.flat<Native<T>>().data();
       for (const T& x : v) *out++ = static_cast<Native<T>>(x);
@@ -184,17 +198,18 @@ class Input {
 
    private:
     template <typename T>
-    using Native = typename EnumToDataType<internal::LiteralDataType<T>()>::Type;
+    using Native =
+        typename EnumToDataType<internal::LiteralDataType<T>()>::Type;
   };
 
   Input() = default;
-  Input(const Output& o) : output_(o) {}  // NOLINT
+  Input(const Output& o) : output_(o) {}                               // NOLINT
   Input(const Initializer& init) : init_(init), is_constant_(true) {}  // NOLINT
   Input(const Tensor& t) : Input(Initializer(t)) {}                    // NOLINT
   Input(const std::initializer_list<Initializer>& init)                // NOLINT
       : Input(Initializer(init)) {}
-  template <typename T,
-            typename = std::enable_if_t<std::is_constructible_v<Initializer, const T&>>>
+  template <typename T, typename = std::enable_if_t<
+                            std::is_constructible_v<Initializer, const T&>>>
   Input(const T& v) : Input(Initializer(v)) {}  // NOLINT
 
   bool is_constant() const { return is_constant_; }
@@ -202,7 +217,9 @@ class Input {
   const Initializer& initializer() const { return init_; }
   Node* node() const { return output_.node(); }
   int index() const { return output_.index(); }
-  Status status() const { return is_constant_ ? init_.status : absl::OkStatus(); }
+  Status status() const {
+    return is_constant_ ? init_.status : absl::OkStatus();
+  }
 
  private:
   Output output_;
@@ -244,7 +261,12 @@ class Scope {
   // Ops get control inputs from these operations, in addition to the
   // scope's current ones.
   Scope WithControlDependencies(absl::Span<const Operation> control_deps) const;
-  Scope WithControlDependencies(const Output& control_dep) const;
+  Scope WithControlDependencies(const Operation& control_dep) const {
+    return WithControlDependencies(absl::MakeConstSpan(&control_dep, 1));
+  }
+  Scope WithControlDependencies(const Output& control_dep) const {
+    return WithControlDependencies(control_dep.op());
+  }
   Scope WithNoControlDependencies() const;
   // The requested device of the ops ("/cpu:0", "/job:w/task:1/device:CPU:0").
   Scope WithDevice(absl::string_view device) const;
@@ -328,7 +350,8 @@ class NodeBuilder {
  public:
   NodeBuilder(const Scope& scope, absl::string_view op)
       : NodeBuilder(scope, op, op) {}
-  NodeBuilder(const Scope& scope, absl::string_view default_name, absl::string_view op);
+  NodeBuilder(const Scope& scope, absl::string_view default_name,
+              absl::string_view op);
 
   NodeBuilder& Input(const ::runnel::Input& input);
   NodeBuilder& Input(const InputList& inputs);
@@ -354,8 +377,9 @@ class NodeBuilder {
   using Endpoints = std::vector<std::vector<std::pair<Node*, int>>>;
 
   Status CheckArgs(const OpDef& def) const;
-  Status InferAttrsFromOutputs(const OpDef& def);
-  Status MaterializeConstants(const OpDef& def, std::vector<Node*>* consts, Endpoints* ends);
+  void InferAttrsFromOutputs(const OpDef& def);
+  Status MaterializeConstants(const OpDef& def, std::vector<Node*>* consts,
+                              Endpoints* ends);
   void SetTypeListAttrs(const OpDef& def, const Endpoints& ends);
   Status AddNodeWithEdges(const Endpoints& ends, Operation* op);
   Status Where(const Status& s) const;
@@ -373,9 +397,11 @@ class NodeBuilder {
 // `attrs`, then runs its shape function. The graph is unchanged on error.
 // The building block of NodeBuilder, for graph helpers that need full
 // control of names.
-Status AddNodeToScope(const Scope& scope, const std::string& name, const std::string& op,
-                      AttrMap attrs, absl::Span<const Output> inputs,
-                      absl::Span<const Operation> control_inputs, Operation* result);
+Status AddNodeToScope(const Scope& scope, const std::string& name,
+                      const std::string& op, AttrMap attrs,
+                      absl::Span<const Output> inputs,
+                      absl::Span<const Operation> control_inputs,
+                      Operation* result);
 
 namespace ops {
 
@@ -385,9 +411,11 @@ namespace ops {
 // scope holds the error.
 Output Const(const Scope& scope, const Input::Initializer& value);
 // A constant of `shape`: a scalar `value` is repeated, a list is reshaped.
-Output Const(const Scope& scope, const Input::Initializer& value, const TensorShape& shape);
+Output Const(const Scope& scope, const Input::Initializer& value,
+             const TensorShape& shape);
 // A constant of `dtype` (a literal converted as op inputs are).
-Output Const(const Scope& scope, const Input::Initializer& value, DataType dtype);
+Output Const(const Scope& scope, const Input::Initializer& value,
+             DataType dtype);
 
 }  // namespace ops
 }  // namespace runnel

@@ -10,7 +10,8 @@ namespace runnel {
 namespace {
 
 // A 1-D tensor of `out_type` (int32 or int64) holding `values`.
-std::optional<Tensor> IntVector(const std::vector<int64_t>& values, DataType out_type) {
+std::optional<Tensor> IntVector(const std::vector<int64_t>& values,
+                                DataType out_type) {
   if (out_type == DT_INT32) {
     std::vector<int32_t> v;
     for (int64_t x : values) {
@@ -34,7 +35,8 @@ std::optional<Tensor> IntScalar(int64_t value, DataType out_type) {
 }  // namespace
 
 const ShapeRefiner::NodeInfo* ShapeRefiner::Find(const Node* n) const {
-  if (n == nullptr || n->id() < 0 || n->id() >= static_cast<int>(by_id_.size())) {
+  if (n == nullptr || n->id() < 0 ||
+      n->id() >= static_cast<int>(by_id_.size())) {
     return nullptr;
   }
   return by_id_[n->id()].get();
@@ -49,14 +51,16 @@ Status ShapeRefiner::AddNode(const Node* n) {
     in_shapes[e->dst_input()] = OutputShape(e->src(), e->src_output());
     in_values[e->dst_input()] = ConstantValue(e->src(), e->src_output());
   }
-  InferenceContext c(n->name(), n->type_string(), &n->attrs(), n->props().input_types,
-                     in_shapes, in_values, n->num_outputs());
+  InferenceContext c(n->name(), n->type_string(), &n->attrs(),
+                     n->props().input_types, in_shapes, in_values,
+                     n->num_outputs());
   const ShapeFn& fn = n->props().op_reg->shape_fn;
   if (fn) {
     Status s = fn(&c);
     if (!s.ok()) {
       // Shape functions prefix their own errors; make sure the node is named.
-      if (absl::StrContains(s.message(), absl::StrCat("'", n->name(), "'"))) return s;
+      if (absl::StrContains(s.message(), absl::StrCat("'", n->name(), "'")))
+        return s;
       return errors::Prefix(s, c.ErrorPrefix());
     }
   }
@@ -86,7 +90,8 @@ void ShapeRefiner::EvaluateConstants(const Node* n,
     for (int i = 0; i < n->num_outputs() && i < n->num_inputs(); ++i) {
       const PartialTensorShape s = OutputShapeOfInput(n, i);
       if (s.IsFullyDefined()) {
-        info->values[i] = IntVector({s.dim_sizes().begin(), s.dim_sizes().end()}, out_type);
+        info->values[i] =
+            IntVector({s.dim_sizes().begin(), s.dim_sizes().end()}, out_type);
       }
     }
   } else if (op == "Size") {
@@ -98,7 +103,8 @@ void ShapeRefiner::EvaluateConstants(const Node* n,
   }
 }
 
-PartialTensorShape ShapeRefiner::OutputShapeOfInput(const Node* n, int i) const {
+PartialTensorShape ShapeRefiner::OutputShapeOfInput(const Node* n,
+                                                    int i) const {
   const Edge* e = nullptr;
   if (!n->input_edge(i, &e).ok()) return PartialTensorShape();
   return OutputShape(e->src(), e->src_output());
@@ -125,9 +131,11 @@ const Tensor* ShapeRefiner::ConstantValue(const Node* n, int i) const {
   return &*info->values[i];
 }
 
-Status ShapeRefiner::SetShape(const Node* n, int i, const PartialTensorShape& shape) {
+Status ShapeRefiner::SetShape(const Node* n, int i,
+                              const PartialTensorShape& shape) {
   if (Find(n) == nullptr) {
-    return errors::FailedPrecondition("node '", n->name(), "' has no inferred shapes");
+    return errors::FailedPrecondition("node '", n->name(),
+                                      "' has no inferred shapes");
   }
   NodeInfo* info = by_id_[n->id()].get();
   if (i < 0 || i >= static_cast<int>(info->shapes.size())) {
@@ -135,8 +143,8 @@ Status ShapeRefiner::SetShape(const Node* n, int i, const PartialTensorShape& sh
   }
   StatusOr<PartialTensorShape> merged = info->shapes[i].MergeWith(shape);
   if (!merged.ok()) {
-    return errors::InvalidArgument("node '", n->name(), "' output ", i, " has shape ",
-                                   info->shapes[i].DebugString(),
+    return errors::InvalidArgument("node '", n->name(), "' output ", i,
+                                   " has shape ", info->shapes[i].DebugString(),
                                    ", incompatible with ", shape.DebugString());
   }
   info->shapes[i] = *std::move(merged);

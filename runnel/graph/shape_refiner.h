@@ -65,7 +65,8 @@ class ShapeRefiner {
   // The recorded shape of the tensor feeding input `i` of `n`.
   PartialTensorShape OutputShapeOfInput(const Node* n, int i) const;
   // Fills in values known without running anything (Const, Shape, ...).
-  void EvaluateConstants(const Node* n, const std::vector<const Tensor*>& inputs,
+  void EvaluateConstants(const Node* n,
+                         const std::vector<const Tensor*>& inputs,
                          NodeInfo* info) const;
 
   std::vector<std::unique_ptr<NodeInfo>> by_id_;

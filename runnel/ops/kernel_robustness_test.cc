@@ -46,7 +46,8 @@ AttrMap BaseAttrs(const OpDef& def, DataType default_type) {
     } else if (t == "int") {
       attrs[a.name()] = MakeAttrValue(std::max<int64_t>(2, a.minimum()));
     } else if (t == "list(type)") {
-      attrs[a.name()] = MakeAttrValue(std::vector<DataType>{DT_FLOAT, DT_FLOAT});
+      attrs[a.name()] = MakeAttrValue(
+          std::vector<DataType>(std::max<int64_t>(2, a.minimum()), DT_FLOAT));
     } else if (t == "tensor") {
       attrs[a.name()] = MakeAttrValue(Tensor::Scalar<float>(1));
     } else if (t == "shape") {
@@ -59,7 +60,8 @@ AttrMap BaseAttrs(const OpDef& def, DataType default_type) {
     } else if (t == "bool") {
       attrs[a.name()] = MakeAttrValue(false);
     } else if (t == "list(int)") {
-      attrs[a.name()] = MakeAttrValue(std::vector<int64_t>{1, 1});
+      attrs[a.name()] = MakeAttrValue(
+          std::vector<int64_t>(std::max<int64_t>(2, a.minimum()), 1));
     }
   }
   return attrs;

@@ -18,6 +18,7 @@
 // usually through ElementUnary (a per-element function the compiler
 // vectorises) or EigenUnary (Eigen's vectorised exp, tanh, ...).
 #include <Eigen/Core>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -981,17 +982,18 @@ inline Wide<T> Widen(T v) {
   }
 }
 
-// Clears the low `bits` mantissa bits of a non-NaN float or double (the
-// Truncate attr: round toward zero instead of to nearest).
+// Clears the low `bits` mantissa bits of a float or double (the Truncate
+// attr: round toward zero instead of to nearest); NaNs are kept as they are
+// so a NaN whose payload sits in the low bits does not become infinity.
+// The NaN test is on the bits, with no early return: GCC 12 at -O1/-O2
+// drops the mask after an `if (v != v) return v;`.
 template <typename F>
 inline F ClearLowMantissaBits(F v, int bits) {
-  if (v != v) return v;
   using U = std::conditional_t<sizeof(F) == 4, uint32_t, uint64_t>;
-  U u;
-  std::memcpy(&u, &v, sizeof(F));
-  u &= ~((U(1) << bits) - 1);
-  std::memcpy(&v, &u, sizeof(F));
-  return v;
+  const U u = std::bit_cast<U>(v);
+  const U magnitude = u & (std::numeric_limits<U>::max() >> 1);
+  const U inf = std::bit_cast<U>(std::numeric_limits<F>::infinity());
+  return std::bit_cast<F>(magnitude > inf ? u : u & ~((U(1) << bits) - 1));
 }
 
 // Note [Cast float to int]: C++ leaves NaN and out-of-range conversions

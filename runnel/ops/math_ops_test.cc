@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -973,6 +974,13 @@ TEST(CastTest, Truncate) {
   r = Ok(Cast(V<float>({f, kNaN}), DT_BFLOAT16, /*truncate=*/true));
   EXPECT_EQ(r.flat<bfloat16>()[0].bits, 0x3f80);
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(r.flat<bfloat16>()[1])));
+  // A NaN whose payload is only in the bits truncation drops stays NaN.
+  r = Ok(
+      Cast(V<float>({std::bit_cast<float>(0x7f800001u)}), DT_BFLOAT16, true));
+  EXPECT_TRUE(std::isnan(BFloat16ToFloat(r.flat<bfloat16>()[0])));
+  r = Ok(Cast(V<double>({std::bit_cast<double>(uint64_t{0x7ff0000000000001})}),
+              DT_FLOAT, true));
+  EXPECT_TRUE(std::isnan(r.flat<float>()[0]));
   // 1 + 2^-11 + 2^-12 in half: nearest 1 + 2^-10, truncated 1.
   const float g = 1.0f + 1.0f / 2048 + 1.0f / 4096;
   r = Ok(Cast(V<float>({g}), DT_HALF));

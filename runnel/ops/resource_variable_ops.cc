@@ -18,8 +18,8 @@ namespace {
 
 // Copies `n` elements of src (from src_offset) into dst (at dst_offset),
 // for every dtype a Tensor can hold.
-void CopyElements(DataType dt, const Tensor& src, int64_t src_offset, Tensor* dst,
-                  int64_t dst_offset, int64_t n) {
+void CopyElements(DataType dt, const Tensor& src, int64_t src_offset,
+                  Tensor* dst, int64_t dst_offset, int64_t n) {
   if (n <= 0) return;
   if (dt == DT_STRING) {
     const tstring* s = src.data<tstring>() + src_offset;
@@ -32,7 +32,8 @@ void CopyElements(DataType dt, const Tensor& src, int64_t src_offset, Tensor* ds
   } else {
     const size_t elem = static_cast<size_t>(DataTypeSize(dt));
     std::memcpy(static_cast<char*>(dst->raw_data()) + dst_offset * elem,
-                static_cast<const char*>(src.raw_data()) + src_offset * elem, n * elem);
+                static_cast<const char*>(src.raw_data()) + src_offset * elem,
+                n * elem);
   }
 }
 
@@ -49,11 +50,15 @@ REGISTER_OP("VarHandleOp")
     .Output("resource: resource")
     .SetIsStateful()
     .SetShapeFn(shape_fns::ScalarShape)
-    .Doc("Creates a handle to a Variable resource.\n"
-         "The variable lives in `container` (the session's default container when "
-         "empty) under `shared_name` (the node name when empty). The handle "
-         "records `dtype` and `shape`; the variable itself is created by the first "
-         "AssignVariableOp. `allowed_devices` is accepted and ignored (one device).");
+    .Doc(
+        "Creates a handle to a Variable resource.\n"
+        "The variable lives in `container` (the session's default container "
+        "when "
+        "empty) under `shared_name` (the node name when empty). The handle "
+        "records `dtype` and `shape`; the variable itself is created by the "
+        "first "
+        "AssignVariableOp. `allowed_devices` is accepted and ignored (one "
+        "device).");
 
 class VarHandleOpKernel : public OpKernel {
  public:
@@ -68,7 +73,8 @@ class VarHandleOpKernel : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     ResourceMgr* rm = ctx->resource_manager();
-    OP_REQUIRES(ctx, rm != nullptr, errors::FailedPrecondition("no resource manager"));
+    OP_REQUIRES(ctx, rm != nullptr,
+                errors::FailedPrecondition("no resource manager"));
     Tensor handle;
     {
       // The handle only depends on the session (resource manager) and
@@ -80,7 +86,8 @@ class VarHandleOpKernel : public OpKernel {
             ctx->device() != nullptr ? ctx->device()->name() : std::string());
         h.set_dtypes_and_shapes({dtype_and_shape_});
         Tensor t;
-        OP_REQUIRES_OK(ctx, ctx->allocate_temp(DT_RESOURCE, TensorShape({}), &t));
+        OP_REQUIRES_OK(ctx,
+                       ctx->allocate_temp(DT_RESOURCE, TensorShape({}), &t));
         t.scalar<ResourceHandle>() = std::move(h);
         handle_ = std::move(t);
       }
@@ -96,7 +103,8 @@ class VarHandleOpKernel : public OpKernel {
   absl::Mutex mu_;
   Tensor handle_ ABSL_GUARDED_BY(mu_);  // Never written once built.
 };
-REGISTER_KERNEL_BUILDER(Name("VarHandleOp").Device(kDeviceCpu), VarHandleOpKernel);
+REGISTER_KERNEL_BUILDER(Name("VarHandleOp").Device(kDeviceCpu),
+                        VarHandleOpKernel);
 
 // ---------------------------------------------------------------------------
 // ReadVariableOp
@@ -106,10 +114,11 @@ REGISTER_OP("ReadVariableOp")
     .Output("value: dtype")
     .Attr("dtype: type")
     .SetShapeFn(shape_fns::UnknownShape)
-    .Doc("Reads the value of a variable.\n"
-         "The value is influenced by every write this op depends on and by none "
-         "that depend on it. FailedPrecondition if the variable was never "
-         "assigned.");
+    .Doc(
+        "Reads the value of a variable.\n"
+        "The value is influenced by every write this op depends on and by none "
+        "that depend on it. FailedPrecondition if the variable was never "
+        "assigned.");
 
 class ReadVariableOpKernel : public OpKernel {
  public:
@@ -133,7 +142,8 @@ class ReadVariableOpKernel : public OpKernel {
  private:
   DataType dtype_;
 };
-REGISTER_KERNEL_BUILDER(Name("ReadVariableOp").Device(kDeviceCpu), ReadVariableOpKernel);
+REGISTER_KERNEL_BUILDER(Name("ReadVariableOp").Device(kDeviceCpu),
+                        ReadVariableOpKernel);
 
 // ---------------------------------------------------------------------------
 // AssignVariableOp
@@ -144,10 +154,11 @@ REGISTER_OP("AssignVariableOp")
     .Attr("dtype: type")
     .Attr("validate_shape: bool = false")
     .SetShapeFn(shape_fns::NoOutputs)
-    .Doc("Assigns a new value to a variable.\n"
-         "Creates the variable on first use. Any ReadVariableOp with a control "
-         "dependency on this op sees this value or a newer one. With "
-         "validate_shape, an initialised variable keeps its shape.");
+    .Doc(
+        "Assigns a new value to a variable.\n"
+        "Creates the variable on first use. Any ReadVariableOp with a control "
+        "dependency on this op sees this value or a newer one. With "
+        "validate_shape, an initialised variable keeps its shape.");
 
 class AssignVariableOpKernel : public OpKernel {
  public:
@@ -161,29 +172,32 @@ class AssignVariableOpKernel : public OpKernel {
     const ResourceHandle* h;
     OP_REQUIRES_OK(ctx, HandleFromInput(ctx, 0, &h));
     const Tensor& value = ctx->input(1);
-    OP_REQUIRES(ctx, value.dtype() == dtype_,
-                errors::InvalidArgument(
-                    "Variable and value dtypes don't match; respectively, ",
-                    DataTypeString(dtype_), " and ", DataTypeString(value.dtype())));
+    OP_REQUIRES(
+        ctx, value.dtype() == dtype_,
+        errors::InvalidArgument(
+            "Variable and value dtypes don't match; respectively, ",
+            DataTypeString(dtype_), " and ", DataTypeString(value.dtype())));
     Var* var = nullptr;
     const DataType dtype = dtype_;
-    OP_REQUIRES_OK(ctx, LookupOrCreateResource<Var>(ctx, *h, &var, [dtype](Var** v) {
+    OP_REQUIRES_OK(ctx,
+                   LookupOrCreateResource<Var>(ctx, *h, &var, [dtype](Var** v) {
                      *v = new Var(dtype);
                      return absl::OkStatus();
                    }));
     ScopedUnref unref(var);
     absl::MutexLock l(var->mu());
-    OP_REQUIRES(ctx, var->dtype() == dtype_,
-                errors::InvalidArgument("Trying to assign variable with wrong dtype. Expected ",
-                                        DataTypeString(var->dtype()), " got ",
-                                        DataTypeString(dtype_)));
+    OP_REQUIRES(
+        ctx, var->dtype() == dtype_,
+        errors::InvalidArgument(
+            "Trying to assign variable with wrong dtype. Expected ",
+            DataTypeString(var->dtype()), " got ", DataTypeString(dtype_)));
     OP_REQUIRES(ctx,
                 !validate_shape_ || !var->is_initialized ||
                     var->tensor()->shape() == value.shape(),
-                errors::InvalidArgument(
-                    "Trying to assign to variable with tensor with wrong shape. Expected ",
-                    var->tensor()->shape().DebugString(), " got ",
-                    value.shape().DebugString()));
+                errors::InvalidArgument("Trying to assign to variable with "
+                                        "tensor with wrong shape. Expected ",
+                                        var->tensor()->shape().DebugString(),
+                                        " got ", value.shape().DebugString()));
     // Shares the value's buffer: whoever else holds it keeps a reference,
     // so later in-place updates of the variable copy first.
     *var->tensor() = value;
@@ -194,7 +208,8 @@ class AssignVariableOpKernel : public OpKernel {
   DataType dtype_;
   bool validate_shape_ = false;
 };
-REGISTER_KERNEL_BUILDER(Name("AssignVariableOp").Device(kDeviceCpu), AssignVariableOpKernel);
+REGISTER_KERNEL_BUILDER(Name("AssignVariableOp").Device(kDeviceCpu),
+                        AssignVariableOpKernel);
 
 // ---------------------------------------------------------------------------
 // AssignAddVariableOp / AssignSubVariableOp
@@ -225,27 +240,32 @@ class AssignUpdateVariableOpKernel : public OpKernel {
     ctx->intra_op_threadpool()->ParallelFor(
         value.NumElements(), 1, [dst, src](int64_t begin, int64_t end) {
           for (int64_t i = begin; i < end; ++i) {
-            dst[i] = kAdd ? static_cast<T>(dst[i] + src[i]) : static_cast<T>(dst[i] - src[i]);
+            dst[i] = kAdd ? static_cast<T>(dst[i] + src[i])
+                          : static_cast<T>(dst[i] - src[i]);
           }
         });
   }
 };
 
-#define REGISTER_ASSIGN_UPDATE_VARIABLE(NAME, ADD, DOC)                                 \
-  REGISTER_OP(NAME)                                                                     \
-      .Input("resource: resource")                                                      \
-      .Input("value: dtype")                                                            \
-      .Attr("dtype: {float, double, int32, int64}")                                     \
-      .SetShapeFn(shape_fns::NoOutputs)                                                 \
-      .Doc(DOC);                                                                        \
-  REGISTER_KERNEL_BUILDER(Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("dtype"), \
-                          AssignUpdateVariableOpKernel<float, ADD>);                    \
-  REGISTER_KERNEL_BUILDER(Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("dtype"), \
-                          AssignUpdateVariableOpKernel<double, ADD>);                   \
-  REGISTER_KERNEL_BUILDER(Name(NAME).Device(kDeviceCpu).TypeConstraint<int32_t>("dtype"), \
-                          AssignUpdateVariableOpKernel<int32_t, ADD>);                  \
-  REGISTER_KERNEL_BUILDER(Name(NAME).Device(kDeviceCpu).TypeConstraint<int64_t>("dtype"), \
-                          AssignUpdateVariableOpKernel<int64_t, ADD>)
+#define REGISTER_ASSIGN_UPDATE_VARIABLE(NAME, ADD, DOC)               \
+  REGISTER_OP(NAME)                                                   \
+      .Input("resource: resource")                                    \
+      .Input("value: dtype")                                          \
+      .Attr("dtype: {float, double, int32, int64}")                   \
+      .SetShapeFn(shape_fns::NoOutputs)                               \
+      .Doc(DOC);                                                      \
+  REGISTER_KERNEL_BUILDER(                                            \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("dtype"),   \
+      AssignUpdateVariableOpKernel<float, ADD>);                      \
+  REGISTER_KERNEL_BUILDER(                                            \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("dtype"),  \
+      AssignUpdateVariableOpKernel<double, ADD>);                     \
+  REGISTER_KERNEL_BUILDER(                                            \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<int32_t>("dtype"), \
+      AssignUpdateVariableOpKernel<int32_t, ADD>);                    \
+  REGISTER_KERNEL_BUILDER(                                            \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<int64_t>("dtype"), \
+      AssignUpdateVariableOpKernel<int64_t, ADD>)
 
 REGISTER_ASSIGN_UPDATE_VARIABLE(
     "AssignAddVariableOp", true,
@@ -266,8 +286,11 @@ REGISTER_OP("VarIsInitializedOp")
     .Input("resource: resource")
     .Output("is_initialized: bool")
     .SetShapeFn(shape_fns::ScalarShape)
-    .Doc("Checks whether a resource handle-based variable has been initialized.\n"
-         "False when the variable does not exist (never assigned, or destroyed).");
+    .Doc(
+        "Checks whether a resource handle-based variable has been "
+        "initialized.\n"
+        "False when the variable does not exist (never assigned, or "
+        "destroyed).");
 
 class VarIsInitializedOpKernel : public OpKernel {
  public:
@@ -302,9 +325,10 @@ REGISTER_OP("VariableShape")
       c->set_output(0, PartialTensorShape({-1}));
       return absl::OkStatus();
     })
-    .Doc("Returns the shape of the variable pointed to by `resource`.\n"
-         "A 1-D integer tensor; FailedPrecondition if the variable is "
-         "uninitialized.");
+    .Doc(
+        "Returns the shape of the variable pointed to by `resource`.\n"
+        "A 1-D integer tensor; FailedPrecondition if the variable is "
+        "uninitialized.");
 
 template <typename OutT>
 class VariableShapeKernel : public OpKernel {
@@ -321,21 +345,27 @@ class VariableShapeKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckVarInitialized(var, *h, var->dtype()));
     const TensorShape& shape = var->tensor()->shape();
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({shape.dims()}), &out));
+    OP_REQUIRES_OK(ctx,
+                   ctx->allocate_output(0, TensorShape({shape.dims()}), &out));
     for (int d = 0; d < shape.dims(); ++d) {
-      OP_REQUIRES(ctx,
-                  static_cast<int64_t>(static_cast<OutT>(shape.dim_size(d))) ==
-                      shape.dim_size(d),
-                  errors::InvalidArgument("Shape ", shape.DebugString(),
-                                          " does not fit in out_type ",
-                                          DataTypeString(DataTypeToEnum<OutT>::value)));
+      OP_REQUIRES(
+          ctx,
+          static_cast<int64_t>(static_cast<OutT>(shape.dim_size(d))) ==
+              shape.dim_size(d),
+          errors::InvalidArgument("Shape ", shape.DebugString(),
+                                  " does not fit in out_type ",
+                                  DataTypeString(DataTypeToEnum<OutT>::value)));
       out->flat<OutT>()[d] = static_cast<OutT>(shape.dim_size(d));
     }
   }
 };
-REGISTER_KERNEL_BUILDER(Name("VariableShape").Device(kDeviceCpu).TypeConstraint<int32_t>("out_type"),
+REGISTER_KERNEL_BUILDER(Name("VariableShape")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint<int32_t>("out_type"),
                         VariableShapeKernel<int32_t>);
-REGISTER_KERNEL_BUILDER(Name("VariableShape").Device(kDeviceCpu).TypeConstraint<int64_t>("out_type"),
+REGISTER_KERNEL_BUILDER(Name("VariableShape")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint<int64_t>("out_type"),
                         VariableShapeKernel<int64_t>);
 
 // ---------------------------------------------------------------------------
@@ -356,18 +386,21 @@ REGISTER_OP("ResourceGather")
         return c->InvalidArgument("batch_dims is negative (", batch_dims, ")");
       }
       PartialTensorShape indices;
-      RETURN_IF_ERROR(c->WithRankAtLeast(1, static_cast<int>(batch_dims), &indices));
+      RETURN_IF_ERROR(
+          c->WithRankAtLeast(1, static_cast<int>(batch_dims), &indices));
       // params[:batch_dims] + indices[batch_dims:] + params[batch_dims+1:],
       // with params unknown here.
       c->set_output(0, PartialTensorShape::UnknownRank());
       return absl::OkStatus();
     })
-    .Doc("Gather slices from the variable pointed to by `resource` according to "
-         "`indices`.\n"
-         "Output shape: params.shape[:batch_dims] + indices.shape[batch_dims:] + "
-         "params.shape[batch_dims + 1:]. Every index must be in [0, "
-         "params.shape[batch_dims]) (validate_indices is always on, as on TF's "
-         "CPU).");
+    .Doc(
+        "Gather slices from the variable pointed to by `resource` according to "
+        "`indices`.\n"
+        "Output shape: params.shape[:batch_dims] + indices.shape[batch_dims:] "
+        "+ "
+        "params.shape[batch_dims + 1:]. Every index must be in [0, "
+        "params.shape[batch_dims]) (validate_indices is always on, as on TF's "
+        "CPU).");
 
 // "[1,0]": the position of flat element `i` in `shape`.
 std::string IndexString(const TensorShape& shape, int64_t i) {
@@ -401,18 +434,20 @@ class ResourceGatherKernel : public OpKernel {
     const int bd = static_cast<int>(batch_dims_);
     OP_REQUIRES(ctx, batch_dims_ >= 0 && batch_dims_ <= indices.dims(),
                 errors::InvalidArgument("batch_dims (", batch_dims_,
-                                        ") must be in [0, indices rank ", indices.dims(),
-                                        "]"));
+                                        ") must be in [0, indices rank ",
+                                        indices.dims(), "]"));
     OP_REQUIRES(ctx, params.dims() > bd,
                 errors::InvalidArgument("params must be at least ", bd + 1,
-                                        " dimensional but is ", params.shape().DebugString()));
+                                        " dimensional but is ",
+                                        params.shape().DebugString()));
     TensorShape out_shape;
     int64_t batch = 1;
     for (int d = 0; d < bd; ++d) {
-      OP_REQUIRES(ctx, params.dim_size(d) == indices.dim_size(d),
-                  errors::InvalidArgument("params.shape[", d, "]: ", params.dim_size(d),
-                                          " should be equal to indices.shape[", d,
-                                          "]: ", indices.dim_size(d)));
+      OP_REQUIRES(
+          ctx, params.dim_size(d) == indices.dim_size(d),
+          errors::InvalidArgument("params.shape[", d, "]: ", params.dim_size(d),
+                                  " should be equal to indices.shape[", d,
+                                  "]: ", indices.dim_size(d)));
       out_shape.AddDim(params.dim_size(d));
       batch *= params.dim_size(d);
     }
@@ -429,9 +464,10 @@ class ResourceGatherKernel : public OpKernel {
     const int64_t limit = params.dim_size(bd);
     const Index* ix = indices.data<Index>();
     for (int64_t i = 0; i < indices.NumElements(); ++i) {
-      OP_REQUIRES(ctx, ix[i] >= 0 && static_cast<int64_t>(ix[i]) < limit,
-                  errors::InvalidArgument("indices", IndexString(indices.shape(), i), " = ",
-                                          ix[i], " is not in [0, ", limit, ")"));
+      OP_REQUIRES(
+          ctx, ix[i] >= 0 && static_cast<int64_t>(ix[i]) < limit,
+          errors::InvalidArgument("indices", IndexString(indices.shape(), i),
+                                  " = ", ix[i], " is not in [0, ", limit, ")"));
     }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
@@ -452,12 +488,14 @@ class ResourceGatherKernel : public OpKernel {
   DataType dtype_;
   int64_t batch_dims_ = 0;
 };
-REGISTER_KERNEL_BUILDER(
-    Name("ResourceGather").Device(kDeviceCpu).TypeConstraint<int32_t>("Tindices"),
-    ResourceGatherKernel<int32_t>);
-REGISTER_KERNEL_BUILDER(
-    Name("ResourceGather").Device(kDeviceCpu).TypeConstraint<int64_t>("Tindices"),
-    ResourceGatherKernel<int64_t>);
+REGISTER_KERNEL_BUILDER(Name("ResourceGather")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint<int32_t>("Tindices"),
+                        ResourceGatherKernel<int32_t>);
+REGISTER_KERNEL_BUILDER(Name("ResourceGather")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint<int64_t>("Tindices"),
+                        ResourceGatherKernel<int64_t>);
 
 // ---------------------------------------------------------------------------
 // DestroyResourceOp
@@ -467,9 +505,10 @@ REGISTER_OP("DestroyResourceOp")
     .Attr("ignore_lookup_error: bool = true")
     .SetIsStateful()
     .SetShapeFn(shape_fns::NoOutputs)
-    .Doc("Deletes the resource specified by the handle.\n"
-         "Later ops using the resource fail as if it never existed. With "
-         "ignore_lookup_error, a missing resource is not an error.");
+    .Doc(
+        "Deletes the resource specified by the handle.\n"
+        "Later ops using the resource fail as if it never existed. With "
+        "ignore_lookup_error, a missing resource is not an error.");
 
 class DestroyResourceOpKernel : public OpKernel {
  public:
@@ -481,7 +520,8 @@ class DestroyResourceOpKernel : public OpKernel {
     const ResourceHandle* h;
     OP_REQUIRES_OK(ctx, HandleFromInput(ctx, 0, &h));
     ResourceMgr* rm = ctx->resource_manager();
-    OP_REQUIRES(ctx, rm != nullptr, errors::FailedPrecondition("no resource manager"));
+    OP_REQUIRES(ctx, rm != nullptr,
+                errors::FailedPrecondition("no resource manager"));
     Status s = rm->DeleteByTypeHash(h->container(), h->hash_code(), h->name());
     if (ignore_lookup_error_ && absl::IsNotFound(s)) return;
     OP_REQUIRES_OK(ctx, s);
@@ -490,7 +530,8 @@ class DestroyResourceOpKernel : public OpKernel {
  private:
   bool ignore_lookup_error_ = true;
 };
-REGISTER_KERNEL_BUILDER(Name("DestroyResourceOp").Device(kDeviceCpu), DestroyResourceOpKernel);
+REGISTER_KERNEL_BUILDER(Name("DestroyResourceOp").Device(kDeviceCpu),
+                        DestroyResourceOpKernel);
 
 }  // namespace
 }  // namespace runnel

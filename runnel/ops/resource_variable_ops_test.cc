@@ -1,7 +1,7 @@
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "runnel/framework/resource_var.h"
 #include "testing/op_test_util.h"
@@ -21,7 +21,8 @@ Tensor Handle(const std::string& name, DataType dtype = DT_FLOAT,
   return s.ok() ? t.output(0) : Tensor();
 }
 
-Status Assign(const Tensor& handle, const Tensor& value, bool validate_shape = false) {
+Status Assign(const Tensor& handle, const Tensor& value,
+              bool validate_shape = false) {
   OpTestCase t("AssignVariableOp");
   t.Attr("dtype", value.dtype()).Attr("validate_shape", validate_shape);
   t.Input(handle).Input(value);
@@ -54,7 +55,8 @@ Status Destroy(const Tensor& handle, bool ignore_lookup_error = true) {
   return t.Run();
 }
 
-void ExpectError(const Status& s, absl::StatusCode code, const std::string& text) {
+void ExpectError(const Status& s, absl::StatusCode code,
+                 const std::string& text) {
   EXPECT_EQ(s.code(), code) << s;
   EXPECT_NE(s.message().find(text), std::string::npos) << s;
 }
@@ -73,10 +75,13 @@ TEST(VarHandleOpTest, HandleNamesTheVariable) {
   EXPECT_EQ(r.dtypes_and_shapes()[0].shape, PartialTensorShape({2, -1}));
 
   OpTestCase t("VarHandleOp", "node_named");
-  t.Attr("container", "mine").Attr("dtype", DT_INT32).Attr("shape", PartialTensorShape({}));
+  t.Attr("container", "mine")
+      .Attr("dtype", DT_INT32)
+      .Attr("shape", PartialTensorShape({}));
   ASSERT_OK(t.Run());
   EXPECT_EQ(t.output(0).scalar<ResourceHandle>().container(), "mine");
-  EXPECT_EQ(t.output(0).scalar<ResourceHandle>().name(), "node_named");  // No shared_name.
+  EXPECT_EQ(t.output(0).scalar<ResourceHandle>().name(),
+            "node_named");  // No shared_name.
   EXPECT_EQ(t.inferred_shapes()[0], PartialTensorShape({}));
 }
 
@@ -95,19 +100,24 @@ TEST(ResourceVariableTest, AssignThenRead) {
 }
 
 TEST(ResourceVariableTest, EveryDtypeStoresAndReads) {
-  ASSERT_OK(Assign(Handle("rv_i32", DT_INT32), Tensor::FromVector<int32_t>({-7})));
+  ASSERT_OK(
+      Assign(Handle("rv_i32", DT_INT32), Tensor::FromVector<int32_t>({-7})));
   ExpectTensorEqual<int32_t>(*Read(Handle("rv_i32", DT_INT32), DT_INT32),
                              Tensor::FromVector<int32_t>({-7}));
-  ASSERT_OK(Assign(Handle("rv_i64", DT_INT64), Tensor::Scalar<int64_t>(int64_t{1} << 40)));
+  ASSERT_OK(Assign(Handle("rv_i64", DT_INT64),
+                   Tensor::Scalar<int64_t>(int64_t{1} << 40)));
   ExpectTensorEqual<int64_t>(*Read(Handle("rv_i64", DT_INT64), DT_INT64),
                              Tensor::Scalar<int64_t>(int64_t{1} << 40));
-  ASSERT_OK(Assign(Handle("rv_f64", DT_DOUBLE), Tensor::FromVector<double>({0.5, 1e300})));
+  ASSERT_OK(Assign(Handle("rv_f64", DT_DOUBLE),
+                   Tensor::FromVector<double>({0.5, 1e300})));
   ExpectTensorEqual<double>(*Read(Handle("rv_f64", DT_DOUBLE), DT_DOUBLE),
                             Tensor::FromVector<double>({0.5, 1e300}));
-  ASSERT_OK(Assign(Handle("rv_bool", DT_BOOL), Tensor::FromVector<bool>({true, false})));
+  ASSERT_OK(Assign(Handle("rv_bool", DT_BOOL),
+                   Tensor::FromVector<bool>({true, false})));
   ExpectTensorEqual<bool>(*Read(Handle("rv_bool", DT_BOOL), DT_BOOL),
                           Tensor::FromVector<bool>({true, false}));
-  ASSERT_OK(Assign(Handle("rv_str", DT_STRING), Tensor::FromVector<tstring>({"a", "bc"})));
+  ASSERT_OK(Assign(Handle("rv_str", DT_STRING),
+                   Tensor::FromVector<tstring>({"a", "bc"})));
   ExpectTensorEqual<tstring>(*Read(Handle("rv_str", DT_STRING), DT_STRING),
                              Tensor::FromVector<tstring>({"a", "bc"}));
   // Empty tensors are initialised values too.
@@ -119,13 +129,16 @@ TEST(ResourceVariableTest, EveryDtypeStoresAndReads) {
 
 TEST(ResourceVariableTest, ReadingAnUninitializedVariableFails) {
   Tensor h = Handle("rv_never_assigned");
-  ExpectError(Read(h).status(), absl::StatusCode::kFailedPrecondition, "rv_never_assigned");
-  ExpectError(Read(h).status(), absl::StatusCode::kFailedPrecondition, "uninitialized");
+  ExpectError(Read(h).status(), absl::StatusCode::kFailedPrecondition,
+              "rv_never_assigned");
+  ExpectError(Read(h).status(), absl::StatusCode::kFailedPrecondition,
+              "uninitialized");
   ExpectError(Update("AssignAddVariableOp", h, Tensor::FromVector<float>({1})),
               absl::StatusCode::kFailedPrecondition, "rv_never_assigned");
   OpTestCase shape("VariableShape");
   shape.Input(h);
-  ExpectError(shape.Run(), absl::StatusCode::kFailedPrecondition, "rv_never_assigned");
+  ExpectError(shape.Run(), absl::StatusCode::kFailedPrecondition,
+              "rv_never_assigned");
 }
 
 TEST(ResourceVariableTest, AssignChecksDtypeAndShape) {
@@ -134,11 +147,14 @@ TEST(ResourceVariableTest, AssignChecksDtypeAndShape) {
   // The variable keeps its dtype.
   ExpectError(Assign(h, Tensor::FromVector<int32_t>({1, 2})),
               absl::StatusCode::kInvalidArgument, "wrong dtype");
-  ExpectError(Read(h, DT_DOUBLE).status(), absl::StatusCode::kInvalidArgument, "double");
+  ExpectError(Read(h, DT_DOUBLE).status(), absl::StatusCode::kInvalidArgument,
+              "double");
   // validate_shape keeps the shape; without it the shape may change.
-  ExpectError(Assign(h, Tensor::FromVector<float>({1, 2, 3}), /*validate_shape=*/true),
-              absl::StatusCode::kInvalidArgument, "[2]");
-  ASSERT_OK(Assign(h, Tensor::FromVector<float>({4, 5}), /*validate_shape=*/true));
+  ExpectError(
+      Assign(h, Tensor::FromVector<float>({1, 2, 3}), /*validate_shape=*/true),
+      absl::StatusCode::kInvalidArgument, "[2]");
+  ASSERT_OK(
+      Assign(h, Tensor::FromVector<float>({4, 5}), /*validate_shape=*/true));
   ASSERT_OK(Assign(h, Tensor::FromVector<float>({7, 8, 9})));
   ExpectTensorEqual<float>(*Read(h), Tensor::FromVector<float>({7, 8, 9}));
 }
@@ -147,21 +163,26 @@ TEST(ResourceVariableTest, AssignAddAndSubForEveryDtype) {
   {
     Tensor h = Handle("rv_add_f", DT_FLOAT);
     ASSERT_OK(Assign(h, Tensor::FromVector<float>({1.5f, -2})));
-    ASSERT_OK(Update("AssignAddVariableOp", h, Tensor::FromVector<float>({1, 1})));
-    ASSERT_OK(Update("AssignSubVariableOp", h, Tensor::FromVector<float>({0.25f, 4})));
+    ASSERT_OK(
+        Update("AssignAddVariableOp", h, Tensor::FromVector<float>({1, 1})));
+    ASSERT_OK(Update("AssignSubVariableOp", h,
+                     Tensor::FromVector<float>({0.25f, 4})));
     ExpectTensorEqual<float>(*Read(h), Tensor::FromVector<float>({2.25f, -5}));
   }
   {
     Tensor h = Handle("rv_add_d", DT_DOUBLE);
     ASSERT_OK(Assign(h, Tensor::Scalar<double>(0.1)));
     ASSERT_OK(Update("AssignAddVariableOp", h, Tensor::Scalar<double>(0.2)));
-    ExpectTensorNear<double>(*Read(h, DT_DOUBLE), Tensor::Scalar<double>(0.3), 1e-15);
+    ExpectTensorNear<double>(*Read(h, DT_DOUBLE), Tensor::Scalar<double>(0.3),
+                             1e-15);
   }
   {
     Tensor h = Handle("rv_add_i32", DT_INT32);
     ASSERT_OK(Assign(h, Tensor::FromVector<int32_t>({10, 20, 30})));
-    ASSERT_OK(Update("AssignSubVariableOp", h, Tensor::FromVector<int32_t>({1, 2, 3})));
-    ExpectTensorEqual<int32_t>(*Read(h, DT_INT32), Tensor::FromVector<int32_t>({9, 18, 27}));
+    ASSERT_OK(Update("AssignSubVariableOp", h,
+                     Tensor::FromVector<int32_t>({1, 2, 3})));
+    ExpectTensorEqual<int32_t>(*Read(h, DT_INT32),
+                               Tensor::FromVector<int32_t>({9, 18, 27}));
   }
   {
     Tensor h = Handle("rv_add_i64", DT_INT64);  // A global step counter.
@@ -176,10 +197,12 @@ TEST(ResourceVariableTest, AssignAddAndSubForEveryDtype) {
 TEST(ResourceVariableTest, AssignAddChecksShapeAndDtype) {
   Tensor h = Handle("rv_add_checks");
   ASSERT_OK(Assign(h, Tensor::FromVector<float>({1, 2})));
-  ExpectError(Update("AssignAddVariableOp", h, Tensor::FromVector<float>({1, 2, 3})),
-              absl::StatusCode::kInvalidArgument, "shapes must be equal");
-  ExpectError(Update("AssignSubVariableOp", h, Tensor::FromVector<double>({1, 2})),
-              absl::StatusCode::kInvalidArgument, "dtype");
+  ExpectError(
+      Update("AssignAddVariableOp", h, Tensor::FromVector<float>({1, 2, 3})),
+      absl::StatusCode::kInvalidArgument, "shapes must be equal");
+  ExpectError(
+      Update("AssignSubVariableOp", h, Tensor::FromVector<double>({1, 2})),
+      absl::StatusCode::kInvalidArgument, "dtype");
   ExpectTensorEqual<float>(*Read(h), Tensor::FromVector<float>({1, 2}));
 }
 
@@ -189,9 +212,11 @@ TEST(ResourceVariableTest, UpdatesNeverChangeAValueAlreadyRead) {
   Tensor init = Tensor::FromVector<float>({1, 2});
   ASSERT_OK(Assign(h, init));
   Tensor before = *Read(h);
-  ASSERT_OK(Update("AssignAddVariableOp", h, Tensor::FromVector<float>({10, 10})));
+  ASSERT_OK(
+      Update("AssignAddVariableOp", h, Tensor::FromVector<float>({10, 10})));
   ExpectTensorEqual<float>(before, Tensor::FromVector<float>({1, 2}));
-  ExpectTensorEqual<float>(init, Tensor::FromVector<float>({1, 2}));  // The assigned value.
+  ExpectTensorEqual<float>(
+      init, Tensor::FromVector<float>({1, 2}));  // The assigned value.
   Tensor after = *Read(h);
   ExpectTensorEqual<float>(after, Tensor::FromVector<float>({11, 12}));
   EXPECT_FALSE(after.SharesBufferWith(before));
@@ -220,7 +245,8 @@ TEST(ResourceVariableTest, LargeUpdatesAreExactAndConcurrentOnesSerialise) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   Tensor v = *Read(h);
-  for (int64_t i = 0; i < n; i += 4099) ASSERT_EQ(v.flat<float>()[i], 20.0f) << i;
+  for (int64_t i = 0; i < n; i += 4099)
+    ASSERT_EQ(v.flat<float>()[i], 20.0f) << i;
   EXPECT_EQ(v.flat<float>()[n - 1], 20.0f);
 }
 
@@ -230,11 +256,13 @@ TEST(VariableShapeTest, Int32AndInt64) {
   OpTestCase t32("VariableShape");
   t32.Input(h);
   ASSERT_OK(t32.Run());
-  ExpectTensorEqual<int32_t>(t32.output(0), Tensor::FromVector<int32_t>({2, 0, 5}));
+  ExpectTensorEqual<int32_t>(t32.output(0),
+                             Tensor::FromVector<int32_t>({2, 0, 5}));
   OpTestCase t64("VariableShape");
   t64.Attr("out_type", DT_INT64).Input(h);
   ASSERT_OK(t64.Run());
-  ExpectTensorEqual<int64_t>(t64.output(0), Tensor::FromVector<int64_t>({2, 0, 5}));
+  ExpectTensorEqual<int64_t>(t64.output(0),
+                             Tensor::FromVector<int64_t>({2, 0, 5}));
 }
 
 TEST(DestroyResourceOpTest, DeletesTheVariable) {
@@ -242,9 +270,11 @@ TEST(DestroyResourceOpTest, DeletesTheVariable) {
   ASSERT_OK(Assign(h, Tensor::FromVector<float>({1})));
   ASSERT_OK(Destroy(h));
   EXPECT_EQ(*IsInitialized(h), false);
-  ExpectError(Read(h).status(), absl::StatusCode::kFailedPrecondition, "rv_destroy");
+  ExpectError(Read(h).status(), absl::StatusCode::kFailedPrecondition,
+              "rv_destroy");
   ASSERT_OK(Destroy(h));  // ignore_lookup_error defaults to true.
-  EXPECT_EQ(Destroy(h, /*ignore_lookup_error=*/false).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(Destroy(h, /*ignore_lookup_error=*/false).code(),
+            absl::StatusCode::kNotFound);
   // It can be created again.
   ASSERT_OK(Assign(h, Tensor::FromVector<float>({2})));
   ExpectTensorEqual<float>(*Read(h), Tensor::FromVector<float>({2}));
@@ -259,14 +289,16 @@ TEST(ResourceVariableTest, BadHandlesAreRejected) {
   // A handle to a different kind of resource.
   struct NotAVariable {};
   Tensor other(DT_RESOURCE, TensorShape({}));
-  other.scalar<ResourceHandle>() = MakeResourceHandle<NotAVariable>("localhost", "rv_x", "");
+  other.scalar<ResourceHandle>() =
+      MakeResourceHandle<NotAVariable>("localhost", "rv_x", "");
   ExpectError(Assign(other, Tensor::FromVector<float>({1})),
               absl::StatusCode::kInvalidArgument, "wrong type");
   EXPECT_EQ(*IsInitialized(other), false);
   // A handle on another device.
   Tensor remote = Handle("rv_remote");
   remote = remote.DeepCopy();
-  remote.scalar<ResourceHandle>().set_device("/job:ps/replica:0/task:0/device:CPU:0");
+  remote.scalar<ResourceHandle>().set_device(
+      "/job:ps/replica:0/task:0/device:CPU:0");
   ExpectError(Assign(remote, Tensor::FromVector<float>({1})),
               absl::StatusCode::kInvalidArgument, "/job:ps");
 }
@@ -274,10 +306,12 @@ TEST(ResourceVariableTest, BadHandlesAreRejected) {
 // ---------------------------------------------------------------------------
 // ResourceGather
 
-StatusOr<Tensor> Gather(const Tensor& handle, const Tensor& indices, DataType dtype = DT_FLOAT,
-                        int64_t batch_dims = 0) {
+StatusOr<Tensor> Gather(const Tensor& handle, const Tensor& indices,
+                        DataType dtype = DT_FLOAT, int64_t batch_dims = 0) {
   OpTestCase t("ResourceGather");
-  t.Attr("dtype", dtype).Attr("Tindices", indices.dtype()).Attr("batch_dims", batch_dims);
+  t.Attr("dtype", dtype)
+      .Attr("Tindices", indices.dtype())
+      .Attr("batch_dims", batch_dims);
   t.Input(handle).Input(indices);
   RETURN_IF_ERROR(t.Run());
   return t.output(0);
@@ -285,7 +319,8 @@ StatusOr<Tensor> Gather(const Tensor& handle, const Tensor& indices, DataType dt
 
 TEST(ResourceGatherTest, GathersRows) {
   Tensor h = Handle("rv_gather");
-  ASSERT_OK(Assign(h, Tensor::FromVector<float>({0, 1, 10, 11, 20, 21}, TensorShape({3, 2}))));
+  ASSERT_OK(Assign(h, Tensor::FromVector<float>({0, 1, 10, 11, 20, 21},
+                                                TensorShape({3, 2}))));
   // Vector indices (int32 and int64), with a repeat.
   auto g = Gather(h, Tensor::FromVector<int32_t>({2, 0, 2}));
   ASSERT_TRUE(g.ok()) << g.status();
@@ -293,7 +328,8 @@ TEST(ResourceGatherTest, GathersRows) {
                                                          TensorShape({3, 2})));
   g = Gather(h, Tensor::FromVector<int64_t>({1}));
   ASSERT_TRUE(g.ok()) << g.status();
-  ExpectTensorEqual<float>(*g, Tensor::FromVector<float>({10, 11}, TensorShape({1, 2})));
+  ExpectTensorEqual<float>(
+      *g, Tensor::FromVector<float>({10, 11}, TensorShape({1, 2})));
   // Scalar index: drops the row dimension.
   g = Gather(h, Tensor::Scalar<int32_t>(1));
   ASSERT_TRUE(g.ok()) << g.status();
@@ -302,7 +338,8 @@ TEST(ResourceGatherTest, GathersRows) {
   g = Gather(h, Tensor::FromVector<int64_t>({0, 1, 1, 2}, TensorShape({2, 2})));
   ASSERT_TRUE(g.ok()) << g.status();
   ExpectTensorEqual<float>(
-      *g, Tensor::FromVector<float>({0, 1, 10, 11, 10, 11, 20, 21}, TensorShape({2, 2, 2})));
+      *g, Tensor::FromVector<float>({0, 1, 10, 11, 10, 11, 20, 21},
+                                    TensorShape({2, 2, 2})));
   // No indices.
   g = Gather(h, Tensor(DT_INT32, TensorShape({0})));
   ASSERT_TRUE(g.ok()) << g.status();
@@ -322,33 +359,45 @@ TEST(ResourceGatherTest, OtherDtypesAndBatchDims) {
   ASSERT_TRUE(g.ok()) << g.status();
   ExpectTensorEqual<int64_t>(*g, Tensor::FromVector<int64_t>({5, 5}));
 
-  // batch_dims = 1: params [2, 3], indices [2, 2] -> out[b, j] = params[b, idx[b, j]].
+  // batch_dims = 1: params [2, 3], indices [2, 2] -> out[b, j] = params[b,
+  // idx[b, j]].
   Tensor b = Handle("rv_gather_batch", DT_DOUBLE);
-  ASSERT_OK(Assign(b, Tensor::FromVector<double>({0, 1, 2, 10, 11, 12}, TensorShape({2, 3}))));
-  g = Gather(b, Tensor::FromVector<int32_t>({2, 0, 1, 1}, TensorShape({2, 2})), DT_DOUBLE, 1);
+  ASSERT_OK(Assign(b, Tensor::FromVector<double>({0, 1, 2, 10, 11, 12},
+                                                 TensorShape({2, 3}))));
+  g = Gather(b, Tensor::FromVector<int32_t>({2, 0, 1, 1}, TensorShape({2, 2})),
+             DT_DOUBLE, 1);
   ASSERT_TRUE(g.ok()) << g.status();
-  ExpectTensorEqual<double>(*g, Tensor::FromVector<double>({2, 0, 11, 11}, TensorShape({2, 2})));
-  ExpectError(Gather(b, Tensor::FromVector<int32_t>({0, 0, 0}), DT_DOUBLE, 1).status(),
-              absl::StatusCode::kInvalidArgument, "should be equal");
-  ExpectError(Gather(b, Tensor::FromVector<int32_t>({0, 1}), DT_DOUBLE, 2).status(),
-              absl::StatusCode::kInvalidArgument, "rank at least 2");
+  ExpectTensorEqual<double>(
+      *g, Tensor::FromVector<double>({2, 0, 11, 11}, TensorShape({2, 2})));
+  ExpectError(
+      Gather(b, Tensor::FromVector<int32_t>({0, 0, 0}), DT_DOUBLE, 1).status(),
+      absl::StatusCode::kInvalidArgument, "should be equal");
+  ExpectError(
+      Gather(b, Tensor::FromVector<int32_t>({0, 1}), DT_DOUBLE, 2).status(),
+      absl::StatusCode::kInvalidArgument, "rank at least 2");
 }
 
 TEST(ResourceGatherTest, BadIndicesAndVariables) {
   Tensor h = Handle("rv_gather_bad");
-  ASSERT_OK(Assign(h, Tensor::FromVector<float>({0, 1, 10, 11, 20, 21}, TensorShape({3, 2}))));
+  ASSERT_OK(Assign(h, Tensor::FromVector<float>({0, 1, 10, 11, 20, 21},
+                                                TensorShape({3, 2}))));
   ExpectError(Gather(h, Tensor::FromVector<int32_t>({0, 3})).status(),
-              absl::StatusCode::kInvalidArgument, "indices[1] = 3 is not in [0, 3)");
-  ExpectError(Gather(h, Tensor::FromVector<int64_t>({0, -1}, TensorShape({1, 2}))).status(),
-              absl::StatusCode::kInvalidArgument, "indices[0,1] = -1 is not in [0, 3)");
+              absl::StatusCode::kInvalidArgument,
+              "indices[1] = 3 is not in [0, 3)");
+  ExpectError(
+      Gather(h, Tensor::FromVector<int64_t>({0, -1}, TensorShape({1, 2})))
+          .status(),
+      absl::StatusCode::kInvalidArgument, "indices[0,1] = -1 is not in [0, 3)");
   ExpectError(Gather(h, Tensor::FromVector<int32_t>({0}), DT_DOUBLE).status(),
               absl::StatusCode::kInvalidArgument, "dtype");
   Tensor scalar = Handle("rv_gather_scalar");
   ASSERT_OK(Assign(scalar, Tensor::Scalar<float>(1)));
   ExpectError(Gather(scalar, Tensor::FromVector<int32_t>({0})).status(),
               absl::StatusCode::kInvalidArgument, "at least 1 dimensional");
-  ExpectError(Gather(Handle("rv_gather_uninit"), Tensor::FromVector<int32_t>({0})).status(),
-              absl::StatusCode::kFailedPrecondition, "rv_gather_uninit");
+  ExpectError(
+      Gather(Handle("rv_gather_uninit"), Tensor::FromVector<int32_t>({0}))
+          .status(),
+      absl::StatusCode::kFailedPrecondition, "rv_gather_uninit");
   auto shape = InferShapes("ResourceGather",
                            {{"dtype", MakeAttrValue(DT_FLOAT)},
                             {"Tindices", MakeAttrValue(DT_INT32)},

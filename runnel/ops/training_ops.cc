@@ -84,12 +84,13 @@ class VariableInputs {
       }
       const Tensor* t = tensors_[k];
       if (!t->IsInitialized() || t->dtype() == DT_INVALID) {
-        return errors::FailedPrecondition("Attempting to use uninitialized variables: ",
-                                          names[k]);
+        return errors::FailedPrecondition(
+            "Attempting to use uninitialized variables: ", names[k]);
       }
       if (t->dtype() != dtype) {
-        return errors::InvalidArgument(names[k], " holds ", DataTypeString(t->dtype()),
-                                       " but the op's T is ", DataTypeString(dtype));
+        return errors::InvalidArgument(
+            names[k], " holds ", DataTypeString(t->dtype()),
+            " but the op's T is ", DataTypeString(dtype));
       }
     }
     return absl::OkStatus();
@@ -122,15 +123,22 @@ struct ScalarArg {
   int input;
 };
 
+// The input index of `a`: rules list dense positions; the sparse forms have
+// `indices` right after grad.
+int ScalarInput(const ScalarArg& a, bool sparse, int grad) {
+  return sparse && a.input > grad ? a.input + 1 : a.input;
+}
+
+// Checks the scalar inputs `args` and reads their values.
 template <typename T, size_t N>
 Status ReadScalars(OpKernelContext* ctx, const std::array<ScalarArg, N>& args,
-                   int shift_from, std::array<T, N>* values) {
+                   bool sparse, int grad, std::array<T, N>* values) {
   for (size_t k = 0; k < N; ++k) {
-    const int i = args[k].input >= shift_from ? args[k].input + 1 : args[k].input;
+    const int i = ScalarInput(args[k], sparse, grad);
     const Tensor& t = ctx->input(i);
     if (t.dims() != 0) {
-      return errors::InvalidArgument(args[k].name, " is not a scalar: ",
-                                     t.shape().DebugString());
+      return errors::InvalidArgument(
+          args[k].name, " is not a scalar: ", t.shape().DebugString());
     }
     (*values)[k] = t.scalar<T>();
   }
@@ -173,7 +181,8 @@ struct MomentumRule {
   static constexpr std::array<const char*, 2> kVars = {"var", "accum"};
   static constexpr const char* kGradName = "grad";
   static constexpr int kGrad = 3;
-  static constexpr std::array<ScalarArg, 2> kScalars = {{{"lr", 2}, {"momentum", 4}}};
+  static constexpr std::array<ScalarArg, 2> kScalars = {
+      {{"lr", 2}, {"momentum", 4}}};
   static constexpr int64_t kCost = 2;
   explicit MomentumRule(OpKernelConstruction* c) {
     OP_REQUIRES_OK(c, c->GetAttr("use_nesterov", &use_nesterov));
@@ -224,7 +233,8 @@ struct AdagradRule {
     if (update_slots) {
       for (int64_t i = begin; i < end; ++i) accum[i] += g[i] * g[i];
     }
-    for (int64_t i = begin; i < end; ++i) var[i] -= g[i] * lr / std::sqrt(accum[i]);
+    for (int64_t i = begin; i < end; ++i)
+      var[i] -= g[i] * lr / std::sqrt(accum[i]);
   }
 };
 
@@ -275,16 +285,16 @@ struct AdamRule {
   // alpha = lr * sqrt(1 - beta2_power) / (1 - beta1_power)
   // m += (grad - m) * (1 - beta1)
   // v += (grad^2 - v) * (1 - beta2)
-  // var -= alpha * m / (sqrt(v) + epsilon)                                (plain)
-  // var -= alpha * (grad * (1 - beta1) + beta1 * m) / (sqrt(v) + epsilon) (Nesterov)
+  // var -= alpha * m / (sqrt(v) + epsilon) (plain) var -= alpha * (grad * (1 -
+  // beta1) + beta1 * m) / (sqrt(v) + epsilon) (Nesterov)
   template <typename T>
   void Apply(const std::array<T*, 3>& p, const std::array<T, 6>& s, const T* g,
              int64_t begin, int64_t end) const {
     T* var = p[0];
     T* m = p[1];
     T* v = p[2];
-    const T beta1_power = s[0], beta2_power = s[1], lr = s[2], beta1 = s[3], beta2 = s[4],
-            epsilon = s[5];
+    const T beta1_power = s[0], beta2_power = s[1], lr = s[2], beta1 = s[3],
+            beta2 = s[4], epsilon = s[5];
     const T alpha = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
     const T one_minus_beta1 = T(1) - beta1, one_minus_beta2 = T(1) - beta2;
     if (use_nesterov) {
@@ -305,7 +315,8 @@ struct AdamRule {
 };
 
 struct AdadeltaRule {
-  static constexpr std::array<const char*, 3> kVars = {"var", "accum", "accum_update"};
+  static constexpr std::array<const char*, 3> kVars = {"var", "accum",
+                                                       "accum_update"};
   static constexpr const char* kGradName = "grad";
   static constexpr int kGrad = 6;
   static constexpr std::array<ScalarArg, 3> kScalars = {
@@ -327,8 +338,8 @@ struct AdadeltaRule {
     const T one_minus_rho = T(1) - rho;
     for (int64_t i = begin; i < end; ++i) {
       accum[i] = accum[i] * rho + g[i] * g[i] * one_minus_rho;
-      const T update =
-          std::sqrt(accum_update[i] + epsilon) / std::sqrt(accum[i] + epsilon) * g[i];
+      const T update = std::sqrt(accum_update[i] + epsilon) /
+                       std::sqrt(accum[i] + epsilon) * g[i];
       var[i] -= update * lr;
       accum_update[i] = accum_update[i] * rho + update * update * one_minus_rho;
     }
@@ -347,13 +358,16 @@ class ApplyKernel : public OpKernel {
     constexpr size_t kNumVars = Rule::kVars.size();
     {
       VariableInputs vars;
-      OP_REQUIRES_OK(ctx, vars.Acquire(ctx, Rule::kVars, DataTypeToEnum<T>::value, kResource));
+      OP_REQUIRES_OK(ctx, vars.Acquire(ctx, Rule::kVars,
+                                       DataTypeToEnum<T>::value, kResource));
       std::array<T, Rule::kScalars.size()> scalars;
-      OP_REQUIRES_OK(ctx, ReadScalars(ctx, Rule::kScalars, /*shift_from=*/1 << 30, &scalars));
+      OP_REQUIRES_OK(ctx, ReadScalars(ctx, Rule::kScalars, /*sparse=*/false,
+                                      Rule::kGrad, &scalars));
       const TensorShape& shape = vars.tensor(0).shape();
       for (size_t k = 1; k < kNumVars; ++k) {
-        OP_REQUIRES(ctx, vars.tensor(k).shape() == shape,
-                    NotSameShape("var", shape, Rule::kVars[k], vars.tensor(k).shape()));
+        OP_REQUIRES(
+            ctx, vars.tensor(k).shape() == shape,
+            NotSameShape("var", shape, Rule::kVars[k], vars.tensor(k).shape()));
       }
       const Tensor& grad = ctx->input(Rule::kGrad);
       OP_REQUIRES(ctx, grad.shape() == shape,
@@ -364,7 +378,8 @@ class ApplyKernel : public OpKernel {
       const T* g = grad.data<T>();
       const Rule& rule = rule_;
       ctx->intra_op_threadpool()->ParallelFor(
-          shape.num_elements(), Rule::kCost, [&rule, &p, &scalars, g](int64_t b, int64_t e) {
+          shape.num_elements(), Rule::kCost,
+          [&rule, &p, &scalars, g](int64_t b, int64_t e) {
             rule.template Apply<T>(p, scalars, g, b, e);
           });
     }
@@ -384,36 +399,44 @@ class SparseApplyKernel : public OpKernel {
     constexpr size_t kNumVars = Rule::kVars.size();
     {
       VariableInputs vars;
-      OP_REQUIRES_OK(ctx, vars.Acquire(ctx, Rule::kVars, DataTypeToEnum<T>::value, kResource));
+      OP_REQUIRES_OK(ctx, vars.Acquire(ctx, Rule::kVars,
+                                       DataTypeToEnum<T>::value, kResource));
       const Tensor& var = vars.tensor(0);
       for (size_t k = 1; k < kNumVars; ++k) {
         OP_REQUIRES(ctx, vars.tensor(k).shape() == var.shape(),
-                    NotSameShape("var", var.shape(), Rule::kVars[k], vars.tensor(k).shape()));
+                    NotSameShape("var", var.shape(), Rule::kVars[k],
+                                 vars.tensor(k).shape()));
       }
-      OP_REQUIRES(ctx, var.dims() >= 1,
-                  errors::InvalidArgument("var must be at least 1 dimensional"));
+      OP_REQUIRES(
+          ctx, var.dims() >= 1,
+          errors::InvalidArgument("var must be at least 1 dimensional"));
       std::array<T, Rule::kScalars.size()> scalars;
-      OP_REQUIRES_OK(ctx, ReadScalars(ctx, Rule::kScalars, Rule::kGrad + 1, &scalars));
+      OP_REQUIRES_OK(ctx, ReadScalars(ctx, Rule::kScalars, /*sparse=*/true,
+                                      Rule::kGrad, &scalars));
       const Tensor& grad = ctx->input(Rule::kGrad);
       const Tensor& indices = ctx->input(Rule::kGrad + 1);
       OP_REQUIRES(ctx, indices.dims() == 1,
                   errors::InvalidArgument("indices must be one-dimensional"));
-      OP_REQUIRES(ctx, grad.dims() == var.dims(),
-                  errors::InvalidArgument("var and grad do not have the same rank",
-                                          var.shape().DebugString(), " ",
-                                          grad.shape().DebugString()));
+      OP_REQUIRES(
+          ctx, grad.dims() == var.dims(),
+          errors::InvalidArgument("var and grad do not have the same rank: ",
+                                  var.shape().DebugString(), " vs ",
+                                  grad.shape().DebugString()));
       int64_t inner = 1;
       for (int d = 1; d < var.dims(); ++d) {
         OP_REQUIRES(ctx, var.dim_size(d) == grad.dim_size(d),
-                    errors::InvalidArgument("var and grad must match in dimension ", d));
+                    errors::InvalidArgument(
+                        "var and grad must match in dimension ", d));
         inner *= var.dim_size(d);
       }
       const int64_t n = indices.dim_size(0);
-      OP_REQUIRES(ctx, grad.dim_size(0) == n,
-                  errors::InvalidArgument(
-                      "grad must be the same size as indices in the first dimension."));
+      OP_REQUIRES(
+          ctx, grad.dim_size(0) == n,
+          errors::InvalidArgument(
+              "grad must be the same size as indices in the first dimension."));
       OP_REQUIRES(ctx, inner > 0,
-                  errors::InvalidArgument("Inner dimension should be greater than zero."));
+                  errors::InvalidArgument(
+                      "Inner dimension should be greater than zero."));
       const Index* ix = indices.data<Index>();
       const int64_t rows = var.dim_size(0);
       for (int64_t i = 0; i < n; ++i) {
@@ -421,27 +444,26 @@ class SparseApplyKernel : public OpKernel {
                     errors::InvalidArgument("Index ", ix[i], " at offset ", i,
                                             " in indices is out of range"));
       }
-      if (n == 0) {
-        if (!kResource) ctx->forward_ref_input_to_ref_output(0, 0);
-        return;
+      if (n > 0) {
+        vars.PrepareForUpdate();
+        std::array<T*, kNumVars> base;
+        for (size_t k = 0; k < kNumVars; ++k)
+          base[k] = vars.template data<T>(k);
+        const T* g = grad.data<T>();
+        const Rule& rule = rule_;
+        // Columns are independent; within a column the indices apply in
+        // order, so duplicates compose exactly as a sequential loop.
+        ctx->intra_op_threadpool()->ParallelFor(
+            inner, Rule::kCost * n,
+            [&rule, &base, &scalars, g, ix, n, inner](int64_t cb, int64_t ce) {
+              for (int64_t i = 0; i < n; ++i) {
+                const int64_t row = static_cast<int64_t>(ix[i]) * inner;
+                std::array<T*, kNumVars> p;
+                for (size_t k = 0; k < kNumVars; ++k) p[k] = base[k] + row;
+                rule.template Apply<T>(p, scalars, g + i * inner, cb, ce);
+              }
+            });
       }
-      vars.PrepareForUpdate();
-      std::array<T*, kNumVars> base;
-      for (size_t k = 0; k < kNumVars; ++k) base[k] = vars.template data<T>(k);
-      const T* g = grad.data<T>();
-      const Rule& rule = rule_;
-      // Columns are independent; within a column the indices apply in
-      // order, so duplicates compose exactly as a sequential loop.
-      ctx->intra_op_threadpool()->ParallelFor(
-          inner, Rule::kCost * n,
-          [&rule, &base, &scalars, g, ix, n, inner](int64_t cb, int64_t ce) {
-            for (int64_t i = 0; i < n; ++i) {
-              const int64_t row = static_cast<int64_t>(ix[i]) * inner;
-              std::array<T*, kNumVars> p;
-              for (size_t k = 0; k < kNumVars; ++k) p[k] = base[k] + row;
-              rule.template Apply<T>(p, scalars, g + i * inner, cb, ce);
-            }
-          });
     }
     if (!kResource) ctx->forward_ref_input_to_ref_output(0, 0);
   }
@@ -464,12 +486,13 @@ template <typename Rule>
 Status ApplyShapeFn(InferenceContext* c, bool sparse, bool resource) {
   PartialTensorShape s = VarShape(c, 0, resource);
   for (size_t k = 1; k < Rule::kVars.size(); ++k) {
-    RETURN_IF_ERROR(c->Merge(s, VarShape(c, static_cast<int>(k), resource), &s));
+    RETURN_IF_ERROR(
+        c->Merge(s, VarShape(c, static_cast<int>(k), resource), &s));
   }
   PartialTensorShape unused;
   for (const ScalarArg& a : Rule::kScalars) {
-    const int i = sparse && a.input > Rule::kGrad ? a.input + 1 : a.input;
-    RETURN_IF_ERROR(c->WithRank(i, 0, &unused));
+    RETURN_IF_ERROR(
+        c->WithRank(ScalarInput(a, sparse, Rule::kGrad), 0, &unused));
   }
   const PartialTensorShape& grad = c->input(Rule::kGrad);
   if (!sparse) {
@@ -478,7 +501,8 @@ Status ApplyShapeFn(InferenceContext* c, bool sparse, bool resource) {
     PartialTensorShape indices;
     RETURN_IF_ERROR(c->WithRank(Rule::kGrad + 1, 1, &indices));
     if (grad.dims() == 0) {
-      return c->InvalidArgument("Argument grad must not be a scalar. Got grad with rank 0");
+      return c->InvalidArgument(
+          "Argument grad must not be a scalar. Got grad with rank 0");
     }
     if (grad.dims() > 0) {
       if (indices.dim_size(0) >= 0 && grad.dim_size(0) >= 0 &&
@@ -499,33 +523,35 @@ Status ApplyShapeFn(InferenceContext* c, bool sparse, bool resource) {
 // ---------------------------------------------------------------------------
 // Registration
 
-#define REGISTER_DENSE_KERNELS(NAME, RULE)                                             \
-  REGISTER_KERNEL_BUILDER(Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),     \
-                          ApplyKernel<float, RULE, false>);                             \
-  REGISTER_KERNEL_BUILDER(Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("T"),    \
-                          ApplyKernel<double, RULE, false>);                            \
-  REGISTER_KERNEL_BUILDER(                                                              \
-      Name("Resource" NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),              \
-      ApplyKernel<float, RULE, true>);                                                  \
-  REGISTER_KERNEL_BUILDER(                                                              \
-      Name("Resource" NAME).Device(kDeviceCpu).TypeConstraint<double>("T"),             \
+#define REGISTER_DENSE_KERNELS(NAME, RULE)                                  \
+  REGISTER_KERNEL_BUILDER(                                                  \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),             \
+      ApplyKernel<float, RULE, false>);                                     \
+  REGISTER_KERNEL_BUILDER(                                                  \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("T"),            \
+      ApplyKernel<double, RULE, false>);                                    \
+  REGISTER_KERNEL_BUILDER(                                                  \
+      Name("Resource" NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),  \
+      ApplyKernel<float, RULE, true>);                                      \
+  REGISTER_KERNEL_BUILDER(                                                  \
+      Name("Resource" NAME).Device(kDeviceCpu).TypeConstraint<double>("T"), \
       ApplyKernel<double, RULE, true>)
 
-#define REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, T, INDEX)                      \
-  REGISTER_KERNEL_BUILDER(Name("Sparse" NAME)                                      \
-                              .Device(kDeviceCpu)                                  \
-                              .TypeConstraint<T>("T")                              \
-                              .TypeConstraint<INDEX>("Tindices"),                  \
-                          SparseApplyKernel<T, INDEX, RULE, false>);               \
-  REGISTER_KERNEL_BUILDER(Name("ResourceSparse" NAME)                              \
-                              .Device(kDeviceCpu)                                  \
-                              .TypeConstraint<T>("T")                              \
-                              .TypeConstraint<INDEX>("Tindices"),                  \
+#define REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, T, INDEX)        \
+  REGISTER_KERNEL_BUILDER(Name("Sparse" NAME)                        \
+                              .Device(kDeviceCpu)                    \
+                              .TypeConstraint<T>("T")                \
+                              .TypeConstraint<INDEX>("Tindices"),    \
+                          SparseApplyKernel<T, INDEX, RULE, false>); \
+  REGISTER_KERNEL_BUILDER(Name("ResourceSparse" NAME)                \
+                              .Device(kDeviceCpu)                    \
+                              .TypeConstraint<T>("T")                \
+                              .TypeConstraint<INDEX>("Tindices"),    \
                           SparseApplyKernel<T, INDEX, RULE, true>)
-#define REGISTER_SPARSE_KERNELS(NAME, RULE)                           \
-  REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, float, int32_t);        \
-  REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, float, int64_t);        \
-  REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, double, int32_t);       \
+#define REGISTER_SPARSE_KERNELS(NAME, RULE)                     \
+  REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, float, int32_t);  \
+  REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, float, int64_t);  \
+  REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, double, int32_t); \
   REGISTER_SPARSE_KERNELS_T_INDEX(NAME, RULE, double, int64_t)
 
 // Shape functions by (rule, sparse, resource).
@@ -545,8 +571,9 @@ REGISTER_OP("ApplyGradientDescent")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ShapeFn<GradientDescentRule, false, false>)
-    .Doc("Update '*var' by subtracting 'alpha' * 'delta' from it.\n"
-         "var -= alpha * delta.");
+    .Doc(
+        "Update '*var' by subtracting 'alpha' * 'delta' from it.\n"
+        "var -= alpha * delta.");
 
 REGISTER_OP("ResourceApplyGradientDescent")
     .Input("var: resource")
@@ -555,8 +582,9 @@ REGISTER_OP("ResourceApplyGradientDescent")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ShapeFn<GradientDescentRule, false, true>)
-    .Doc("Update '*var' by subtracting 'alpha' * 'delta' from it.\n"
-         "var -= alpha * delta, on a resource variable.");
+    .Doc(
+        "Update '*var' by subtracting 'alpha' * 'delta' from it.\n"
+        "var -= alpha * delta, on a resource variable.");
 
 REGISTER_DENSE_KERNELS("ApplyGradientDescent", GradientDescentRule);
 
@@ -574,9 +602,11 @@ REGISTER_OP("ApplyMomentum")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ShapeFn<MomentumRule, false, false>)
-    .Doc("Update '*var' according to the momentum scheme.\n"
-         "accum = accum * momentum + grad; var -= lr * accum. With use_nesterov: "
-         "var -= lr * grad + lr * momentum * accum.");
+    .Doc(
+        "Update '*var' according to the momentum scheme.\n"
+        "accum = accum * momentum + grad; var -= lr * accum. With "
+        "use_nesterov: "
+        "var -= lr * grad + lr * momentum * accum.");
 
 REGISTER_OP("ResourceApplyMomentum")
     .Input("var: resource")
@@ -588,9 +618,11 @@ REGISTER_OP("ResourceApplyMomentum")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ShapeFn<MomentumRule, false, true>)
-    .Doc("Update '*var' according to the momentum scheme (resource variables).\n"
-         "accum = accum * momentum + grad; var -= lr * accum. With use_nesterov: "
-         "var -= lr * grad + lr * momentum * accum.");
+    .Doc(
+        "Update '*var' according to the momentum scheme (resource variables).\n"
+        "accum = accum * momentum + grad; var -= lr * accum. With "
+        "use_nesterov: "
+        "var -= lr * grad + lr * momentum * accum.");
 
 REGISTER_DENSE_KERNELS("ApplyMomentum", MomentumRule);
 
@@ -607,11 +639,15 @@ REGISTER_OP("SparseApplyMomentum")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ShapeFn<MomentumRule, true, false>)
-    .Doc("Update relevant entries in '*var' and '*accum' according to the momentum "
-         "scheme.\n"
-         "For each i: accum[indices[i]] = accum[indices[i]] * momentum + grad[i]; "
-         "var[indices[i]] -= lr * accum[indices[i]] (Nesterov as in ApplyMomentum). "
-         "Indices apply in order; duplicates apply repeatedly.");
+    .Doc(
+        "Update relevant entries in '*var' and '*accum' according to the "
+        "momentum "
+        "scheme.\n"
+        "For each i: accum[indices[i]] = accum[indices[i]] * momentum + "
+        "grad[i]; "
+        "var[indices[i]] -= lr * accum[indices[i]] (Nesterov as in "
+        "ApplyMomentum). "
+        "Indices apply in order; duplicates apply repeatedly.");
 
 REGISTER_OP("ResourceSparseApplyMomentum")
     .Input("var: resource")
@@ -625,10 +661,14 @@ REGISTER_OP("ResourceSparseApplyMomentum")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ShapeFn<MomentumRule, true, true>)
-    .Doc("Update relevant entries in '*var' and '*accum' according to the momentum "
-         "scheme (resource variables).\n"
-         "For each i: accum[indices[i]] = accum[indices[i]] * momentum + grad[i]; "
-         "var[indices[i]] -= lr * accum[indices[i]] (Nesterov as in ApplyMomentum).");
+    .Doc(
+        "Update relevant entries in '*var' and '*accum' according to the "
+        "momentum "
+        "scheme (resource variables).\n"
+        "For each i: accum[indices[i]] = accum[indices[i]] * momentum + "
+        "grad[i]; "
+        "var[indices[i]] -= lr * accum[indices[i]] (Nesterov as in "
+        "ApplyMomentum).");
 
 REGISTER_SPARSE_KERNELS("ApplyMomentum", MomentumRule);
 
@@ -645,8 +685,10 @@ REGISTER_OP("ApplyAdagrad")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ShapeFn<AdagradRule, false, false>)
-    .Doc("Update '*var' according to the adagrad scheme.\n"
-         "accum += grad * grad (if update_slots); var -= lr * grad / sqrt(accum).");
+    .Doc(
+        "Update '*var' according to the adagrad scheme.\n"
+        "accum += grad * grad (if update_slots); var -= lr * grad / "
+        "sqrt(accum).");
 
 REGISTER_OP("ResourceApplyAdagrad")
     .Input("var: resource")
@@ -657,8 +699,10 @@ REGISTER_OP("ResourceApplyAdagrad")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ShapeFn<AdagradRule, false, true>)
-    .Doc("Update '*var' according to the adagrad scheme (resource variables).\n"
-         "accum += grad * grad (if update_slots); var -= lr * grad / sqrt(accum).");
+    .Doc(
+        "Update '*var' according to the adagrad scheme (resource variables).\n"
+        "accum += grad * grad (if update_slots); var -= lr * grad / "
+        "sqrt(accum).");
 
 REGISTER_DENSE_KERNELS("ApplyAdagrad", AdagradRule);
 
@@ -674,11 +718,14 @@ REGISTER_OP("SparseApplyAdagrad")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ShapeFn<AdagradRule, true, false>)
-    .Doc("Update relevant entries in '*var' and '*accum' according to the adagrad "
-         "scheme.\n"
-         "For each i: accum[indices[i]] += grad[i]^2 (if update_slots); "
-         "var[indices[i]] -= lr * grad[i] / sqrt(accum[indices[i]]). Indices apply "
-         "in order; duplicates apply repeatedly.");
+    .Doc(
+        "Update relevant entries in '*var' and '*accum' according to the "
+        "adagrad "
+        "scheme.\n"
+        "For each i: accum[indices[i]] += grad[i]^2 (if update_slots); "
+        "var[indices[i]] -= lr * grad[i] / sqrt(accum[indices[i]]). Indices "
+        "apply "
+        "in order; duplicates apply repeatedly.");
 
 REGISTER_OP("ResourceSparseApplyAdagrad")
     .Input("var: resource")
@@ -691,10 +738,12 @@ REGISTER_OP("ResourceSparseApplyAdagrad")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ShapeFn<AdagradRule, true, true>)
-    .Doc("Update relevant entries in '*var' and '*accum' according to the adagrad "
-         "scheme (resource variables).\n"
-         "For each i: accum[indices[i]] += grad[i]^2 (if update_slots); "
-         "var[indices[i]] -= lr * grad[i] / sqrt(accum[indices[i]]).");
+    .Doc(
+        "Update relevant entries in '*var' and '*accum' according to the "
+        "adagrad "
+        "scheme (resource variables).\n"
+        "For each i: accum[indices[i]] += grad[i]^2 (if update_slots); "
+        "var[indices[i]] -= lr * grad[i] / sqrt(accum[indices[i]]).");
 
 REGISTER_SPARSE_KERNELS("ApplyAdagrad", AdagradRule);
 
@@ -714,9 +763,11 @@ REGISTER_OP("ApplyRMSProp")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ShapeFn<RMSPropRule, false, false>)
-    .Doc("Update '*var' according to the RMSProp algorithm.\n"
-         "ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad / "
-         "sqrt(ms + epsilon); var -= mom.");
+    .Doc(
+        "Update '*var' according to the RMSProp algorithm.\n"
+        "ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad "
+        "/ "
+        "sqrt(ms + epsilon); var -= mom.");
 
 REGISTER_OP("ResourceApplyRMSProp")
     .Input("var: resource")
@@ -730,9 +781,12 @@ REGISTER_OP("ResourceApplyRMSProp")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ShapeFn<RMSPropRule, false, true>)
-    .Doc("Update '*var' according to the RMSProp algorithm (resource variables).\n"
-         "ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad / "
-         "sqrt(ms + epsilon); var -= mom.");
+    .Doc(
+        "Update '*var' according to the RMSProp algorithm (resource "
+        "variables).\n"
+        "ms = rho * ms + (1 - rho) * grad^2; mom = momentum * mom + lr * grad "
+        "/ "
+        "sqrt(ms + epsilon); var -= mom.");
 
 REGISTER_DENSE_KERNELS("ApplyRMSProp", RMSPropRule);
 
@@ -755,11 +809,15 @@ REGISTER_OP("ApplyAdam")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ShapeFn<AdamRule, false, false>)
-    .Doc("Update '*var' according to the Adam algorithm.\n"
-         "lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - m) * "
-         "(1 - beta1); v += (grad^2 - v) * (1 - beta2); var -= lr_t * m / (sqrt(v) + "
-         "epsilon). With use_nesterov, m is replaced by beta1 * m + (1 - beta1) * "
-         "grad in the last step.");
+    .Doc(
+        "Update '*var' according to the Adam algorithm.\n"
+        "lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - "
+        "m) * "
+        "(1 - beta1); v += (grad^2 - v) * (1 - beta2); var -= lr_t * m / "
+        "(sqrt(v) + "
+        "epsilon). With use_nesterov, m is replaced by beta1 * m + (1 - beta1) "
+        "* "
+        "grad in the last step.");
 
 REGISTER_OP("ResourceApplyAdam")
     .Input("var: resource")
@@ -776,10 +834,13 @@ REGISTER_OP("ResourceApplyAdam")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ShapeFn<AdamRule, false, true>)
-    .Doc("Update '*var' according to the Adam algorithm (resource variables).\n"
-         "lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - m) * "
-         "(1 - beta1); v += (grad^2 - v) * (1 - beta2); var -= lr_t * m / (sqrt(v) + "
-         "epsilon).");
+    .Doc(
+        "Update '*var' according to the Adam algorithm (resource variables).\n"
+        "lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - "
+        "m) * "
+        "(1 - beta1); v += (grad^2 - v) * (1 - beta2); var -= lr_t * m / "
+        "(sqrt(v) + "
+        "epsilon).");
 
 REGISTER_DENSE_KERNELS("ApplyAdam", AdamRule);
 
@@ -798,10 +859,13 @@ REGISTER_OP("ApplyAdadelta")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ShapeFn<AdadeltaRule, false, false>)
-    .Doc("Update '*var' according to the adadelta scheme.\n"
-         "accum = rho * accum + (1 - rho) * grad^2; update = sqrt(accum_update + "
-         "epsilon) / sqrt(accum + epsilon) * grad; var -= lr * update; accum_update "
-         "= rho * accum_update + (1 - rho) * update^2.");
+    .Doc(
+        "Update '*var' according to the adadelta scheme.\n"
+        "accum = rho * accum + (1 - rho) * grad^2; update = sqrt(accum_update "
+        "+ "
+        "epsilon) / sqrt(accum + epsilon) * grad; var -= lr * update; "
+        "accum_update "
+        "= rho * accum_update + (1 - rho) * update^2.");
 
 REGISTER_OP("ResourceApplyAdadelta")
     .Input("var: resource")
@@ -814,10 +878,13 @@ REGISTER_OP("ResourceApplyAdadelta")
     .Attr("T: {float, double}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ShapeFn<AdadeltaRule, false, true>)
-    .Doc("Update '*var' according to the adadelta scheme (resource variables).\n"
-         "accum = rho * accum + (1 - rho) * grad^2; update = sqrt(accum_update + "
-         "epsilon) / sqrt(accum + epsilon) * grad; var -= lr * update; accum_update "
-         "= rho * accum_update + (1 - rho) * update^2.");
+    .Doc(
+        "Update '*var' according to the adadelta scheme (resource variables).\n"
+        "accum = rho * accum + (1 - rho) * grad^2; update = sqrt(accum_update "
+        "+ "
+        "epsilon) / sqrt(accum + epsilon) * grad; var -= lr * update; "
+        "accum_update "
+        "= rho * accum_update + (1 - rho) * update^2.");
 
 REGISTER_DENSE_KERNELS("ApplyAdadelta", AdadeltaRule);
 

@@ -3,9 +3,9 @@
 // gradient subgraph TF generated (BroadcastGradientArgs, DynamicStitch,
 // Tile, ...) and ApplyGradientDescent with learning rate 0.5. Trained on
 // y = 0.1 x + 0.3 it must recover w = 0.1 and b = 0.3.
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "runnel/graph/graph_def.h"
 #include "runnel/runtime/session.h"
@@ -16,8 +16,9 @@ namespace {
 
 TEST(TfTrainingTest, RegressionGraphLearnsTheLine) {
   GraphDef g;
-  ASSERT_OK(ReadGraphDefFile(
-      std::string(RUNNEL_TESTDATA_DIR) + "/tf/graphs/tf_regression_training/model.pb", &g));
+  ASSERT_OK(ReadGraphDefFile(std::string(RUNNEL_TESTDATA_DIR) +
+                                 "/tf/graphs/tf_regression_training/model.pb",
+                             &g));
   auto made = NewSession();
   ASSERT_TRUE(made.ok()) << made.status();
   std::unique_ptr<Session> session = std::move(*made);

@@ -1,0 +1,80 @@
+// Gradients of the activations, Softmax/LogSoftmax and BiasAdd (nn_ops.cc).
+// The activation gradients use the kernels of nn_grad_ops.cc.
+#include <string>
+#include <vector>
+
+#include "runnel/graph/grad_helpers.h"
+#include "runnel/graph/gradients.h"
+
+namespace runnel {
+namespace {
+
+using Outputs = std::vector<Output>;
+
+// y = max(x, 0): dx = dy * (y > 0).
+Status ReluGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  dx->push_back(grad::MakeOp(s, "ReluGrad", {dy[0], op.output(0)}));
+  return s.status();
+}
+REGISTER_GRADIENT("Relu", ReluGrad);
+
+// y = min(max(x, 0), 6): dx = dy * (0 < y < 6).
+Status Relu6Grad(const Scope& s, const Operation& op, const Outputs& dy,
+                 Outputs* dx) {
+  dx->push_back(grad::MakeOp(s, "Relu6Grad", {dy[0], op.output(0)}));
+  return s.status();
+}
+REGISTER_GRADIENT("Relu6", Relu6Grad);
+
+// y = x < 0 ? e^x - 1 : x: dx = dy * (y + 1) where y < 0, else dy.
+Status EluGrad(const Scope& s, const Operation& op, const Outputs& dy,
+               Outputs* dx) {
+  dx->push_back(grad::MakeOp(s, "EluGrad", {dy[0], op.output(0)}));
+  return s.status();
+}
+REGISTER_GRADIENT("Elu", EluGrad);
+
+// y = log(1 + e^x): dx = dy * sigmoid(x).
+Status SoftplusGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                    Outputs* dx) {
+  dx->push_back(grad::MakeOp(s, "SoftplusGrad", {dy[0], op.input(0)}));
+  return s.status();
+}
+REGISTER_GRADIENT("Softplus", SoftplusGrad);
+
+// y = softmax(x) over the last dim: dx = (dy - sum(dy * y)) * y.
+Status SoftmaxGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                   Outputs* dx) {
+  const Output y = op.output(0);
+  const Output dot = grad::Sum(s, grad::Mul(s, dy[0], y), -1, true);
+  dx->push_back(grad::Mul(s, grad::Sub(s, dy[0], dot), y));
+  return s.status();
+}
+REGISTER_GRADIENT("Softmax", SoftmaxGrad);
+
+// y = x - logsumexp(x): dx = dy - sum(dy) * softmax(x), softmax = e^y.
+Status LogSoftmaxGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                      Outputs* dx) {
+  const Output softmax = grad::Exp(s, op.output(0));
+  const Output total = grad::Sum(s, dy[0], -1, true);
+  dx->push_back(grad::Sub(s, dy[0], grad::Mul(s, total, softmax)));
+  return s.status();
+}
+REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
+
+// y = value + bias (along the channel dim): dvalue = dy, dbias = dy summed
+// over every other dim (BiasAddGrad).
+Status BiasAddGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                   Outputs* dx) {
+  std::string format;
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "data_format", &format));
+  dx->push_back(dy[0]);
+  dx->push_back(grad::MakeOp(s, "BiasAddGrad", {dy[0]},
+                             {{"data_format", MakeAttrValue(format)}}));
+  return s.status();
+}
+REGISTER_GRADIENT("BiasAdd", BiasAddGrad);
+
+}  // namespace
+}  // namespace runnel

@@ -1,0 +1,683 @@
+// Ops that compute gradients of neural-network ops, and the losses whose
+// gradients come with them: ReluGrad, Relu6Grad, EluGrad, SoftplusGrad,
+// TanhGrad, SigmoidGrad, BiasAddGrad, L2Loss,
+// SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits.
+// Names, attrs and semantics follow TensorFlow. The gradients of these ops
+// (second derivatives, and the losses' first ones) are registered beside
+// them.
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "runnel/cpu/cwise.h"
+#include "runnel/framework/op.h"
+#include "runnel/framework/op_kernel.h"
+#include "runnel/graph/grad_helpers.h"
+#include "runnel/graph/gradients.h"
+
+namespace runnel {
+namespace {
+
+template <typename T>
+using EigenVec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <typename T>
+using ConstEigenVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// ---------------------------------------------------------------------------
+// Element-wise gradient ops: out = F(a, b) for two inputs of one shape.
+
+Status MergeBothInputsShape(InferenceContext* c) {
+  PartialTensorShape out;
+  RETURN_IF_ERROR(c->Merge(c->input(0), c->input(1), &out));
+  c->set_output(0, out);
+  return absl::OkStatus();
+}
+
+// `Block(a, b, out, n)` computes n elements; kCostNs is a per-element cost.
+template <typename T, typename Block, int64_t kCostNs>
+class BinaryGradKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    OP_REQUIRES(ctx, a.shape() == b.shape(),
+                errors::InvalidArgument(
+                    "inputs must have the same shape: ",
+                    a.shape().DebugString(), " vs. ", b.shape().DebugString()));
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0, 1}, 0,
+                                                              a.shape(), &out));
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    T* op = out->data<T>();
+    cpu::ParallelRange(ctx->intra_op_threadpool(), a.NumElements(), kCostNs,
+                       [&](int64_t s, int64_t e) {
+                         Block()(ap + s, bp + s, op + s, e - s);
+                       });
+  }
+};
+
+#define REGISTER_BINARY_GRAD_OP(NAME, A, B, OUT, DOC) \
+  REGISTER_OP(NAME)                                   \
+      .Input(A ": T")                                 \
+      .Input(B ": T")                                 \
+      .Output(OUT ": T")                              \
+      .Attr("T: {float, double}")                     \
+      .SetShapeFn(MergeBothInputsShape)               \
+      .Doc(DOC)
+#define REGISTER_BINARY_GRAD_KERNELS(NAME, BLOCK, COST)                  \
+  REGISTER_KERNEL_BUILDER(                                               \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),          \
+      BinaryGradKernel<float, BLOCK<float>, COST>);                      \
+  REGISTER_KERNEL_BUILDER(                                               \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("T"),         \
+      BinaryGradKernel<double, BLOCK<double>, COST>)
+
+REGISTER_BINARY_GRAD_OP("ReluGrad", "gradients", "features", "backprops",
+                        R"doc(Computes rectified linear gradients for a Relu operation.
+
+backprops = gradients * (features > 0). `features` may be the Relu's input
+or its output.)doc");
+template <typename T>
+struct ReluGradBlock {
+  void operator()(const T* g, const T* f, T* out, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) out[i] = f[i] > T(0) ? g[i] : T(0);
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("ReluGrad", ReluGradBlock, 1);
+
+REGISTER_BINARY_GRAD_OP("Relu6Grad", "gradients", "features", "backprops",
+                        R"doc(Computes rectified linear 6 gradients for a Relu6 operation.
+
+backprops = gradients * (features > 0) * (features < 6). `features` may be
+the Relu6's input or its output.)doc");
+template <typename T>
+struct Relu6GradBlock {
+  void operator()(const T* g, const T* f, T* out, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = (f[i] > T(0) && f[i] < T(6)) ? g[i] : T(0);
+    }
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("Relu6Grad", Relu6GradBlock, 1);
+
+REGISTER_BINARY_GRAD_OP("EluGrad", "gradients", "outputs", "backprops",
+                        R"doc(Computes gradients for the exponential linear (Elu) operation.
+
+backprops = gradients * (outputs + 1) where outputs < 0, gradients
+elsewhere; `outputs` are the Elu's outputs.)doc");
+template <typename T>
+struct EluGradBlock {
+  void operator()(const T* g, const T* y, T* out, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = y[i] < T(0) ? g[i] * (y[i] + T(1)) : g[i];
+    }
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("EluGrad", EluGradBlock, 1);
+
+REGISTER_BINARY_GRAD_OP("SoftplusGrad", "gradients", "features", "backprops",
+                        R"doc(Computes softplus gradients for a softplus operation.
+
+backprops = gradients / (1 + exp(-features)); `features` are the Softplus's
+inputs.)doc");
+template <typename T>
+struct SoftplusGradBlock {
+  void operator()(const T* g, const T* f, T* out, int64_t n) const {
+    ConstEigenVec<T> gv(g, n), fv(f, n);
+    EigenVec<T> ov(out, n);
+    ov = gv * fv.logistic();
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("SoftplusGrad", SoftplusGradBlock, 8);
+
+REGISTER_BINARY_GRAD_OP("TanhGrad", "y", "dy", "z",
+                        R"doc(Computes the gradient of tanh from its output.
+
+z = dy * (1 - y * y), where y = tanh(x).)doc");
+template <typename T>
+struct TanhGradBlock {
+  void operator()(const T* y, const T* dy, T* out, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) out[i] = dy[i] * (T(1) - y[i] * y[i]);
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("TanhGrad", TanhGradBlock, 1);
+
+REGISTER_BINARY_GRAD_OP("SigmoidGrad", "y", "dy", "z",
+                        R"doc(Computes the gradient of the sigmoid from its output.
+
+z = dy * y * (1 - y), where y = sigmoid(x).)doc");
+template <typename T>
+struct SigmoidGradBlock {
+  void operator()(const T* y, const T* dy, T* out, int64_t n) const {
+    for (int64_t i = 0; i < n; ++i) out[i] = dy[i] * y[i] * (T(1) - y[i]);
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("SigmoidGrad", SigmoidGradBlock, 1);
+
+#undef REGISTER_BINARY_GRAD_KERNELS
+#undef REGISTER_BINARY_GRAD_OP
+
+// Second derivatives, as in TF: for b = ReluGrad(g, f), db/dg = (f > 0) and
+// nothing flows to f (the derivative is zero almost everywhere).
+Status ReluGradGrad(const Scope& scope, const Operation& op,
+                    const std::vector<Output>& dy, std::vector<Output>* dx) {
+  dx->push_back(grad::MakeOp(scope, "ReluGrad", {dy[0], op.input(1)}));
+  dx->push_back(NoGradient());
+  return scope.status();
+}
+REGISTER_GRADIENT("ReluGrad", ReluGradGrad);
+
+Status Relu6GradGrad(const Scope& scope, const Operation& op,
+                     const std::vector<Output>& dy, std::vector<Output>* dx) {
+  dx->push_back(grad::MakeOp(scope, "Relu6Grad", {dy[0], op.input(1)}));
+  dx->push_back(NoGradient());
+  return scope.status();
+}
+REGISTER_GRADIENT("Relu6Grad", Relu6GradGrad);
+
+// z = dy * (1 - y^2): dz/ddy = 1 - y^2 (TanhGrad(y, g)); dz/dy = -2 y dy.
+Status TanhGradGrad(const Scope& scope, const Operation& op,
+                    const std::vector<Output>& g, std::vector<Output>* dx) {
+  const Output y = op.input(0), dy = op.input(1);
+  dx->push_back(grad::Mul(scope, grad::Mul(scope, g[0], -2),
+                          grad::Mul(scope, y, dy)));
+  dx->push_back(grad::MakeOp(scope, "TanhGrad", {y, g[0]}));
+  return scope.status();
+}
+REGISTER_GRADIENT("TanhGrad", TanhGradGrad);
+
+// z = dy * y * (1 - y): dz/ddy = y (1 - y) (SigmoidGrad(y, g));
+// dz/dy = dy (1 - 2y).
+Status SigmoidGradGrad(const Scope& scope, const Operation& op,
+                       const std::vector<Output>& g, std::vector<Output>* dx) {
+  const Output y = op.input(0), dy = op.input(1);
+  const Output one_minus_2y = grad::Sub(scope, 1, grad::Mul(scope, 2, y));
+  dx->push_back(grad::Mul(scope, g[0], grad::Mul(scope, dy, one_minus_2y)));
+  dx->push_back(grad::MakeOp(scope, "SigmoidGrad", {y, g[0]}));
+  return scope.status();
+}
+REGISTER_GRADIENT("SigmoidGrad", SigmoidGradGrad);
+
+// b = g * (y + 1) where y < 0, else g: db/dg is EluGrad(g', y); db/dy = g
+// where y < 0.
+Status EluGradGrad(const Scope& scope, const Operation& op,
+                   const std::vector<Output>& g, std::vector<Output>* dx) {
+  const Output dy = op.input(0), y = op.input(1);
+  dx->push_back(grad::MakeOp(scope, "EluGrad", {g[0], y}));
+  const Output neg = grad::MakeOp(scope, "Less", {y, 0});
+  dx->push_back(grad::Where(scope, neg, grad::Mul(scope, g[0], dy), 0));
+  return scope.status();
+}
+REGISTER_GRADIENT("EluGrad", EluGradGrad);
+
+// b = g * sigmoid(f): db/dg = sigmoid(f); db/df = g * s * (1 - s).
+Status SoftplusGradGrad(const Scope& scope, const Operation& op,
+                        const std::vector<Output>& gg,
+                        std::vector<Output>* dx) {
+  const Output g = op.input(0), f = op.input(1);
+  const Output s = grad::MakeOp(scope, "Sigmoid", {f});
+  dx->push_back(grad::Mul(scope, gg[0], s));
+  dx->push_back(grad::MakeOp(scope, "SigmoidGrad",
+                             {s, grad::Mul(scope, gg[0], g)}));
+  return scope.status();
+}
+REGISTER_GRADIENT("SoftplusGrad", SoftplusGradGrad);
+
+// ---------------------------------------------------------------------------
+// BiasAddGrad: the sum of out_backprop over every dimension but the channel
+// one (the last for NHWC, dimension 1 for NCHW).
+
+int ChannelDim(const std::string& format, int rank) {
+  return format == "NCHW" ? 1 : rank - 1;
+}
+int MinBiasRank(const std::string& format) { return format == "NCHW" ? 3 : 2; }
+
+Status BiasAddGradShape(InferenceContext* c) {
+  std::string format;
+  RETURN_IF_ERROR(c->GetAttr("data_format", &format));
+  const PartialTensorShape& in = c->input(0);
+  if (in.unknown_rank()) {
+    c->set_output(0, PartialTensorShape({-1}));
+    return absl::OkStatus();
+  }
+  if (in.dims() < MinBiasRank(format)) {
+    return c->InvalidArgument("Input tensor must be at least ",
+                              MinBiasRank(format), "D for ", format, ": ",
+                              in.DebugString());
+  }
+  c->set_output(0, PartialTensorShape({in.dim_size(ChannelDim(format, in.dims()))}));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("BiasAddGrad")
+    .Input("out_backprop: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64}")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .SetShapeFn(BiasAddGradShape)
+    .Doc(R"doc(The backward operation for BiasAdd on the bias tensor.
+
+Sums out_backprop over every dimension except the channel dimension (the
+last one for NHWC, rank >= 2; dimension 1 for NCHW, rank >= 3), giving a
+vector of the channel dimension's size.)doc");
+
+template <typename T>
+class BiasAddGradKernel : public OpKernel {
+ public:
+  explicit BiasAddGradKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("data_format", &format_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    OP_REQUIRES(ctx, g.dims() >= MinBiasRank(format_),
+                errors::InvalidArgument("Input tensor must be at least ",
+                                        MinBiasRank(format_), "D for ",
+                                        format_, ": ",
+                                        g.shape().DebugString()));
+    const int ch = ChannelDim(format_, g.dims());
+    const int64_t channels = g.dim_size(ch);
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < ch; ++i) outer *= g.dim_size(i);
+    for (int i = ch + 1; i < g.dims(); ++i) inner *= g.dim_size(i);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({channels}), &out));
+    T* o = out->data<T>();
+    std::fill(o, o + channels, T(0));
+    if (g.NumElements() == 0) return;
+    const T* in = g.data<T>();
+    // Each shard sums its channels over all rows, reading the input in
+    // row order per channel block.
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), channels, outer * inner,
+        [&](int64_t cb, int64_t ce) {
+          for (int64_t r = 0; r < outer; ++r) {
+            const T* row = in + r * channels * inner;
+            if (inner == 1) {  // NHWC: channels are contiguous.
+              for (int64_t c = cb; c < ce; ++c) o[c] = Wrap(o[c], row[c]);
+              continue;
+            }
+            for (int64_t c = cb; c < ce; ++c) {
+              T acc = o[c];
+              const T* p = row + c * inner;
+              for (int64_t k = 0; k < inner; ++k) acc = Wrap(acc, p[k]);
+              o[c] = acc;
+            }
+          }
+        });
+  }
+
+ private:
+  static T Wrap(T a, T b) {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  }
+  std::string format_;
+};
+REGISTER_KERNEL_BUILDER(
+    Name("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    BiasAddGradKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    BiasAddGradKernel<double>);
+REGISTER_KERNEL_BUILDER(
+    Name("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<int32_t>("T"),
+    BiasAddGradKernel<int32_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
+    BiasAddGradKernel<int64_t>);
+
+// d(BiasAddGrad(g))/dg broadcasts the channel gradient back: BiasAdd onto
+// zeros of g's shape.
+Status BiasAddGradGrad(const Scope& scope, const Operation& op,
+                       const std::vector<Output>& dy, std::vector<Output>* dx) {
+  std::string format;
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "data_format", &format));
+  dx->push_back(grad::MakeOp(scope, "BiasAdd",
+                             {grad::ZerosLike(scope, op.input(0)), dy[0]},
+                             {{"data_format", MakeAttrValue(format)}}));
+  return scope.status();
+}
+REGISTER_GRADIENT("BiasAddGrad", BiasAddGradGrad);
+
+// ---------------------------------------------------------------------------
+// L2Loss: sum(t ** 2) / 2.
+
+REGISTER_OP("L2Loss")
+    .Input("t: T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(R"doc(L2 Loss: output = sum(t ** 2) / 2, a scalar.
+
+Typically used for weight decay.)doc");
+
+template <typename T>
+class L2LossKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
+    const int64_t n = t.NumElements();
+    const T* x = t.data<T>();
+    // Fixed-size blocks summed in order, so the result does not depend on
+    // the thread count.
+    constexpr int64_t kBlock = 4096;
+    const int64_t blocks = (n + kBlock - 1) / kBlock;
+    std::vector<T> partial(blocks, T(0));
+    cpu::ParallelRange(ctx->intra_op_threadpool(), blocks, kBlock,
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t k = b; k < e; ++k) {
+                           const int64_t s = k * kBlock;
+                           const int64_t m = std::min(kBlock, n - s);
+                           partial[k] =
+                               ConstEigenVec<T>(x + s, m).square().sum();
+                         }
+                       });
+    T sum = T(0);
+    for (T p : partial) sum += p;
+    out->scalar<T>() = sum / T(2);
+  }
+};
+REGISTER_KERNEL_BUILDER(
+    Name("L2Loss").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    L2LossKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("L2Loss").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    L2LossKernel<double>);
+
+// d/dt sum(t^2)/2 = t.
+Status L2LossGrad(const Scope& scope, const Operation& op,
+                  const std::vector<Output>& dy, std::vector<Output>* dx) {
+  dx->push_back(grad::Mul(scope, op.input(0), dy[0]));
+  return scope.status();
+}
+REGISTER_GRADIENT("L2Loss", L2LossGrad);
+
+// ---------------------------------------------------------------------------
+// Softmax cross entropy. For each row b of logits x and labels p:
+//   loss[b] = sum_c p[b,c] * (logsumexp(x[b]) - x[b,c])
+//   backprop[b,c] = softmax(x[b])[c] - p[b,c]   (= d loss[b] / d x[b,c])
+// computed with the row maximum subtracted so exp never overflows.
+
+// Computes one row: writes softmax into `backprop` and returns
+// logsumexp(x) (as max + log(sum)).
+template <typename T>
+T SoftmaxRow(const T* x, T* backprop, int64_t depth) {
+  ConstEigenVec<T> xv(x, depth);
+  EigenVec<T> bv(backprop, depth);
+  const T max = xv.maxCoeff();
+  bv = (xv - max).exp();
+  const T sum = bv.sum();
+  bv /= sum;
+  return max + std::log(sum);
+}
+
+// Both inputs rank 2, or broadcastable to rank 2 (dims equal or 1).
+Status SoftmaxXentShape(InferenceContext* c) {
+  PartialTensorShape x, p;
+  RETURN_IF_ERROR(c->WithRank(0, 2, &x));
+  RETURN_IF_ERROR(c->WithRank(1, 2, &p));
+  PartialTensorShape out;
+  RETURN_IF_ERROR(shape_fns::BroadcastShapes(*c, x, p, &out));
+  c->set_output(0, PartialTensorShape({out.dim_size(0)}));
+  c->set_output(1, out);
+  return absl::OkStatus();
+}
+
+REGISTER_OP("SoftmaxCrossEntropyWithLogits")
+    .Input("features: T")
+    .Input("labels: T")
+    .Output("loss: T")
+    .Output("backprop: T")
+    .Attr("T: {float, double}")
+    .SetShapeFn(SoftmaxXentShape)
+    .Doc(R"doc(Computes softmax cross entropy cost and gradients to backpropagate.
+
+features: batch_size x num_classes logits. labels: batch_size x num_classes
+probability distributions (each row should sum to 1). The two broadcast
+(a dimension of size 1 repeats).
+loss: per-example losses, sum_c labels * (logsumexp(features) - features).
+backprop: the gradient of loss with respect to features,
+softmax(features) - labels.)doc");
+
+template <typename T>
+class SoftmaxXentKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& p = ctx->input(1);
+    OP_REQUIRES(ctx, x.dims() == 2 && p.dims() == 2,
+                errors::InvalidArgument(
+                    "logits and labels must be 2-dimensional: logits_size=",
+                    x.shape().DebugString(),
+                    " labels_size=", p.shape().DebugString()));
+    int64_t dims[2];
+    for (int d = 0; d < 2; ++d) {
+      const int64_t a = x.dim_size(d), b = p.dim_size(d);
+      OP_REQUIRES(ctx, a == b || a == 1 || b == 1,
+                  errors::InvalidArgument(
+                      "logits and labels must be broadcastable: logits_size=",
+                      x.shape().DebugString(),
+                      " labels_size=", p.shape().DebugString()));
+      dims[d] = (a == 1) ? b : a;
+    }
+    const int64_t batch = dims[0], depth = dims[1];
+    Tensor *loss, *backprop;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({batch}), &loss));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({batch, depth}),
+                                             &backprop));
+    if (batch == 0) return;
+    T* lp = loss->data<T>();
+    if (depth == 0) {
+      std::fill(lp, lp + batch, T(0));
+      return;
+    }
+    // Strides of the (possibly broadcast) inputs.
+    const int64_t x_row = x.dim_size(0) == 1 ? 0 : x.dim_size(1);
+    const int64_t x_col = x.dim_size(1) == 1 ? 0 : 1;
+    const int64_t p_row = p.dim_size(0) == 1 ? 0 : p.dim_size(1);
+    const int64_t p_col = p.dim_size(1) == 1 ? 0 : 1;
+    const T* xp = x.data<T>();
+    const T* pp = p.data<T>();
+    T* bp = backprop->data<T>();
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), batch, 10 * depth + 20,
+        [&](int64_t b, int64_t e) {
+          std::vector<T> row(x_col == 0 ? depth : 0);
+          for (int64_t r = b; r < e; ++r) {
+            const T* xr = xp + r * x_row;
+            if (x_col == 0) {  // One logit repeated across the classes.
+              std::fill(row.begin(), row.end(), xr[0]);
+              xr = row.data();
+            }
+            const T* pr = pp + r * p_row;
+            T* br = bp + r * depth;
+            const T lse = SoftmaxRow(xr, br, depth);
+            T l = T(0);
+            for (int64_t c = 0; c < depth; ++c) {
+              const T label = pr[c * p_col];
+              l += label * (lse - xr[c]);
+              br[c] -= label;
+            }
+            lp[r] = l;
+          }
+        });
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("SoftmaxCrossEntropyWithLogits")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint<float>("T"),
+                        SoftmaxXentKernel<float>);
+REGISTER_KERNEL_BUILDER(Name("SoftmaxCrossEntropyWithLogits")
+                            .Device(kDeviceCpu)
+                            .TypeConstraint<double>("T"),
+                        SoftmaxXentKernel<double>);
+
+// dloss[b] * backprop[b, :] (dloss broadcast along the classes).
+Output BroadcastMul(const Scope& s, const Output& vec, const Output& mat) {
+  return grad::Mul(s, grad::ExpandDims(s, vec, -1), mat);
+}
+
+// The part of the gradient that flows back through the `backprop` output
+// (second derivatives), as in TF: (gg - sum(gg * softmax)) * softmax, where
+// gg is the gradient of `backprop`. Null when gg is the walk's zero fill.
+Output XentBackpropTerm(const Scope& s, const Output& logits,
+                        const Output& gg) {
+  if (gg.node() == nullptr || gg.node()->type_string() == "ZerosLike") {
+    return Output();
+  }
+  const Output softmax = grad::MakeOp(s, "Softmax", {logits});
+  const Output dot = grad::Sum(s, grad::Mul(s, gg, softmax), -1, true);
+  return grad::Mul(s, grad::Sub(s, gg, dot), softmax);
+}
+
+// d loss / d features = backprop; d loss / d labels = -log_softmax(features).
+// Both inputs may have been broadcast, so each is reduced to its shape.
+Status SoftmaxXentGrad(const Scope& scope, const Operation& op,
+                       const std::vector<Output>& dy, std::vector<Output>* dx) {
+  const Output logits = op.input(0), labels = op.input(1);
+  Output d_logits = BroadcastMul(scope, dy[0], op.output(1));
+  if (Output extra = XentBackpropTerm(scope, logits, dy[1]); extra.node()) {
+    d_logits = grad::Add(scope, d_logits, extra);
+  }
+  const Output d_labels = BroadcastMul(
+      scope, dy[0],
+      grad::Neg(scope, grad::MakeOp(scope, "LogSoftmax", {logits})));
+  // d_logits and d_labels have the broadcast shape; reduce each input's.
+  std::vector<Output> reduced;
+  grad::ReduceForBroadcast(scope, logits, labels, d_logits, Output(), &reduced);
+  dx->push_back(reduced[0]);
+  reduced.clear();
+  grad::ReduceForBroadcast(scope, logits, labels, Output(), d_labels, &reduced);
+  dx->push_back(reduced[1]);
+  return scope.status();
+}
+REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", SoftmaxXentGrad);
+
+// ---------------------------------------------------------------------------
+// Sparse softmax cross entropy: labels are class ids.
+
+Status SparseSoftmaxXentShape(InferenceContext* c) {
+  PartialTensorShape x, labels;
+  RETURN_IF_ERROR(c->WithRank(0, 2, &x));
+  RETURN_IF_ERROR(c->WithRank(1, 1, &labels));
+  PartialTensorShape batch;
+  RETURN_IF_ERROR(
+      c->Merge(PartialTensorShape({x.dim_size(0)}), labels, &batch));
+  c->set_output(0, batch);
+  c->set_output(1, PartialTensorShape({batch.dim_size(0), x.dim_size(1)}));
+  return absl::OkStatus();
+}
+
+REGISTER_OP("SparseSoftmaxCrossEntropyWithLogits")
+    .Input("features: T")
+    .Input("labels: Tlabels")
+    .Output("loss: T")
+    .Output("backprop: T")
+    .Attr("T: {float, double}")
+    .Attr("Tlabels: {int32, int64} = DT_INT64")
+    .SetShapeFn(SparseSoftmaxXentShape)
+    .Doc(R"doc(Computes softmax cross entropy cost and gradients to backpropagate.
+
+Unlike SoftmaxCrossEntropyWithLogits, labels are class indices: labels[b]
+in [0, num_classes) is the true class of example b.
+features: batch_size x num_classes logits. labels: batch_size ids.
+loss: per-example losses, logsumexp(features[b]) - features[b, labels[b]].
+backprop: softmax(features) - one_hot(labels).)doc");
+
+template <typename T, typename L>
+class SparseSoftmaxXentKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    OP_REQUIRES(ctx, x.dims() == 2,
+                errors::InvalidArgument("logits must be 2-D, but got shape ",
+                                        x.shape().DebugString()));
+    OP_REQUIRES(ctx, labels.dims() == 1,
+                errors::InvalidArgument("labels must be 1-D, but got shape ",
+                                        labels.shape().DebugString()));
+    OP_REQUIRES(ctx, x.dim_size(0) == labels.dim_size(0),
+                errors::InvalidArgument(
+                    "logits and labels must have the same first dimension, "
+                    "got logits shape ",
+                    x.shape().DebugString(), " and labels shape ",
+                    labels.shape().DebugString()));
+    const int64_t batch = x.dim_size(0), depth = x.dim_size(1);
+    OP_REQUIRES(ctx, depth > 0 || batch == 0,
+                errors::InvalidArgument(
+                    "Must have at least one class, but got logits shape ",
+                    x.shape().DebugString()));
+    const L* lab = labels.data<L>();
+    for (int64_t b = 0; b < batch; ++b) {
+      OP_REQUIRES(ctx, lab[b] >= 0 && lab[b] < depth,
+                  errors::InvalidArgument(
+                      "Received a label value of ", lab[b],
+                      " which is outside the valid range of [0, ", depth,
+                      ").  Label values: ", labels.SummarizeValue(10)));
+    }
+    Tensor *loss, *backprop;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({batch}), &loss));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &backprop));
+    const T* xp = x.data<T>();
+    T* lp = loss->data<T>();
+    T* bp = backprop->data<T>();
+    cpu::ParallelRange(ctx->intra_op_threadpool(), batch, 10 * depth + 20,
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t r = b; r < e; ++r) {
+                           const T* xr = xp + r * depth;
+                           T* br = bp + r * depth;
+                           const T lse = SoftmaxRow(xr, br, depth);
+                           lp[r] = lse - xr[lab[r]];
+                           br[lab[r]] -= T(1);
+                         }
+                       });
+  }
+};
+#define REGISTER_SPARSE_XENT(T, L)                                \
+  REGISTER_KERNEL_BUILDER(Name("SparseSoftmaxCrossEntropyWithLogits") \
+                              .Device(kDeviceCpu)                 \
+                              .TypeConstraint<T>("T")             \
+                              .TypeConstraint<L>("Tlabels"),      \
+                          SparseSoftmaxXentKernel<T, L>)
+REGISTER_SPARSE_XENT(float, int32_t);
+REGISTER_SPARSE_XENT(float, int64_t);
+REGISTER_SPARSE_XENT(double, int32_t);
+REGISTER_SPARSE_XENT(double, int64_t);
+#undef REGISTER_SPARSE_XENT
+
+Status SparseSoftmaxXentGrad(const Scope& scope, const Operation& op,
+                             const std::vector<Output>& dy,
+                             std::vector<Output>* dx) {
+  Output d_logits = BroadcastMul(scope, dy[0], op.output(1));
+  if (Output extra = XentBackpropTerm(scope, op.input(0), dy[1]);
+      extra.node()) {
+    d_logits = grad::Add(scope, d_logits, extra);
+  }
+  dx->push_back(d_logits);
+  dx->push_back(NoGradient());
+  return scope.status();
+}
+REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
+
+}  // namespace
+}  // namespace runnel

@@ -1,0 +1,753 @@
+// Spatial pooling: MaxPool, AvgPool and their gradients (MaxPoolGrad,
+// AvgPoolGrad) over NHWC or NCHW tensors, with TensorFlow's window rules
+// (SAME / VALID, and EXPLICIT paddings for the max ops). Padded positions
+// never take part: a max is over the window's in-image elements, an average
+// divides by their count. Direct loops: over channels (contiguous, so they
+// vectorise) for NHWC, over one image plane for NCHW; parallel over images,
+// rows or planes.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "runnel/cpu/conv.h"
+#include "runnel/framework/op.h"
+#include "runnel/framework/op_kernel.h"
+
+namespace runnel {
+namespace {
+
+constexpr int64_t kMaxWindowAttr = std::numeric_limits<int32_t>::max();
+
+// Runs fn(begin, end) over [0, n), on the pool when the work is worth it.
+template <typename Fn>
+void ParallelRange(ThreadPool* pool, int64_t n, int64_t cost_ns, const Fn& fn) {
+  if (n <= 0) return;
+  if (pool == nullptr || pool->NumThreads() <= 1 || n * cost_ns < 60000) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  pool->ParallelFor(n, cost_ns, fn);
+}
+
+template <typename T>
+inline T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Attrs and geometry
+
+// Positions of N, H, W, C in a 4-D tensor.
+struct Dims4 {
+  int n, h, w, c;
+};
+Dims4 DimsOf(bool channels_first) {
+  return channels_first ? Dims4{0, 2, 3, 1} : Dims4{0, 1, 2, 3};
+}
+
+template <typename Shape>
+Shape ActivationShape(bool channels_first, int64_t n, int64_t h, int64_t w,
+                      int64_t c) {
+  return channels_first ? Shape({n, c, h, w}) : Shape({n, h, w, c});
+}
+
+struct PoolAttrs {
+  bool channels_first = false;
+  cpu::Padding padding = cpu::Padding::kValid;
+  int64_t window_rows = 1, window_cols = 1;
+  int64_t stride_rows = 1, stride_cols = 1;
+  // EXPLICIT padding only.
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+};
+
+Status CheckWindowList(const std::vector<int64_t>& v, const char* what,
+                       const Dims4& d) {
+  if (v.size() != 4) {
+    return errors::InvalidArgument("Sliding window ", what,
+                                   " field must specify 4 dimensions, got ",
+                                   v.size(), " values");
+  }
+  if (v[d.n] != 1 || v[d.c] != 1) {
+    return errors::InvalidArgument(
+        "Current implementation does not yet support ", what,
+        " in the batch and depth dimensions (pooling is over rows and "
+        "columns only): [",
+        absl::StrJoin(v, ","), "]");
+  }
+  if (v[d.h] <= 0 || v[d.w] <= 0 || v[d.h] > kMaxWindowAttr ||
+      v[d.w] > kMaxWindowAttr) {
+    return errors::InvalidArgument("Row and column ", what,
+                                   " must be in [1, 2^31): [",
+                                   absl::StrJoin(v, ","), "]");
+  }
+  return absl::OkStatus();
+}
+
+// Each explicit padding must be below the window size, so every window
+// holds at least one element of the image.
+Status CheckExplicitPaddings(const std::vector<int64_t>& p, const Dims4& d,
+                             PoolAttrs* a) {
+  if (p.size() != 8) {
+    return errors::InvalidArgument(
+        "explicit_paddings attribute must contain 8 values, but got: ",
+        p.size());
+  }
+  for (int64_t v : p) {
+    if (v < 0) {
+      return errors::InvalidArgument(
+          "All elements of explicit_paddings must be nonnegative, got [",
+          absl::StrJoin(p, ","), "]");
+    }
+  }
+  if (p[2 * d.n] != 0 || p[2 * d.n + 1] != 0 || p[2 * d.c] != 0 ||
+      p[2 * d.c + 1] != 0) {
+    return errors::InvalidArgument(
+        "Nonzero explicit padding in the batch or depth dimensions is not "
+        "supported: [",
+        absl::StrJoin(p, ","), "]");
+  }
+  a->pad_top = p[2 * d.h];
+  a->pad_bottom = p[2 * d.h + 1];
+  a->pad_left = p[2 * d.w];
+  a->pad_right = p[2 * d.w + 1];
+  if (a->pad_top >= a->window_rows || a->pad_bottom >= a->window_rows ||
+      a->pad_left >= a->window_cols || a->pad_right >= a->window_cols) {
+    return errors::InvalidArgument(
+        "Explicit paddings must be smaller than the window: paddings [",
+        absl::StrJoin(p, ","), "] with a ", a->window_rows, "x", a->window_cols,
+        " window");
+  }
+  return absl::OkStatus();
+}
+
+Status ParsePoolAttrs(const AttrMap& attrs, PoolAttrs* a) {
+  std::string format, padding;
+  std::vector<int64_t> ksize, strides, explicit_paddings;
+  RETURN_IF_ERROR(GetAttr(attrs, "data_format", &format));
+  RETURN_IF_ERROR(GetAttr(attrs, "padding", &padding));
+  RETURN_IF_ERROR(GetAttr(attrs, "ksize", &ksize));
+  RETURN_IF_ERROR(GetAttr(attrs, "strides", &strides));
+  if (attrs.find("explicit_paddings") != attrs.end()) {
+    RETURN_IF_ERROR(GetAttr(attrs, "explicit_paddings", &explicit_paddings));
+  }
+  if (format != "NHWC" && format != "NCHW") {
+    return errors::InvalidArgument("data_format ", format,
+                                   " is not supported on CPU; use NHWC or "
+                                   "NCHW");
+  }
+  a->channels_first = format == "NCHW";
+  const Dims4 d = DimsOf(a->channels_first);
+  RETURN_IF_ERROR(CheckWindowList(ksize, "ksize", d));
+  RETURN_IF_ERROR(CheckWindowList(strides, "strides", d));
+  a->window_rows = ksize[d.h];
+  a->window_cols = ksize[d.w];
+  a->stride_rows = strides[d.h];
+  a->stride_cols = strides[d.w];
+  RETURN_IF_ERROR(cpu::ParsePadding(padding, &a->padding));
+  if (a->padding == cpu::Padding::kExplicit) {
+    return CheckExplicitPaddings(explicit_paddings, d, a);
+  }
+  if (!explicit_paddings.empty()) {
+    return errors::InvalidArgument(
+        "explicit_paddings attribute must be empty if the padding attribute "
+        "is not EXPLICIT, got [",
+        absl::StrJoin(explicit_paddings, ","), "]");
+  }
+  return absl::OkStatus();
+}
+
+struct PoolGeometry {
+  int64_t batch = 0, in_rows = 0, in_cols = 0, depth = 0;
+  int64_t out_rows = 0, out_cols = 0;
+  int64_t window_rows = 1, window_cols = 1, stride_rows = 1, stride_cols = 1;
+  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+  bool channels_first = false;
+
+  int64_t in_plane() const { return in_rows * in_cols; }
+  int64_t out_plane() const { return out_rows * out_cols; }
+  TensorShape InputShape() const {
+    return ActivationShape<TensorShape>(channels_first, batch, in_rows, in_cols,
+                                        depth);
+  }
+  TensorShape OutputShape() const {
+    return ActivationShape<TensorShape>(channels_first, batch, out_rows,
+                                        out_cols, depth);
+  }
+
+  // The in-image part [row_begin, row_end) x [col_begin, col_end) of the
+  // window of output (oy, ox); never empty (see CheckExplicitPaddings).
+  struct Window {
+    int64_t row_begin, row_end, col_begin, col_end;
+    int64_t count() const {
+      return (row_end - row_begin) * (col_end - col_begin);
+    }
+  };
+  Window WindowAt(int64_t oy, int64_t ox) const {
+    const int64_t r = oy * stride_rows - pad_top;
+    const int64_t c = ox * stride_cols - pad_left;
+    return {std::max<int64_t>(r, 0), std::min(r + window_rows, in_rows),
+            std::max<int64_t>(c, 0), std::min(c + window_cols, in_cols)};
+  }
+};
+
+Status PoolGeometryFor(const PoolAttrs& a, const TensorShape& input,
+                       PoolGeometry* g) {
+  if (input.dims() != 4) {
+    return errors::InvalidArgument("input must be 4-dimensional: ",
+                                   input.DebugString());
+  }
+  const Dims4 d = DimsOf(a.channels_first);
+  g->batch = input.dim_size(d.n);
+  g->in_rows = input.dim_size(d.h);
+  g->in_cols = input.dim_size(d.w);
+  g->depth = input.dim_size(d.c);
+  g->window_rows = a.window_rows;
+  g->window_cols = a.window_cols;
+  g->stride_rows = a.stride_rows;
+  g->stride_cols = a.stride_cols;
+  g->channels_first = a.channels_first;
+  g->pad_top = a.pad_top;
+  g->pad_bottom = a.pad_bottom;
+  g->pad_left = a.pad_left;
+  g->pad_right = a.pad_right;
+  RETURN_IF_ERROR(cpu::WindowedOutputSize(
+      g->in_rows, g->window_rows, 1, g->stride_rows, a.padding, &g->out_rows,
+      &g->pad_top, &g->pad_bottom));
+  RETURN_IF_ERROR(cpu::WindowedOutputSize(
+      g->in_cols, g->window_cols, 1, g->stride_cols, a.padding, &g->out_cols,
+      &g->pad_left, &g->pad_right));
+  // Explicit padding can make windows over an image with no rows or
+  // columns; they would have nothing to pool.
+  if ((g->in_rows == 0 || g->in_cols == 0) && g->out_plane() > 0) {
+    return errors::InvalidArgument(
+        "Pooling windows would hold no input elements: input ",
+        input.DebugString(), " is empty along rows or columns");
+  }
+  return absl::OkStatus();
+}
+
+Status CheckShapeIs(const TensorShape& actual, const TensorShape& expected,
+                    const char* what) {
+  if (actual != expected) {
+    return errors::InvalidArgument("Expected ", what, " shape to be ",
+                                   expected.DebugString(), ", but got ",
+                                   actual.DebugString());
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Shape functions
+
+Status PoolShape(InferenceContext* c) {
+  PartialTensorShape input;
+  RETURN_IF_ERROR(c->WithRank(0, 4, &input));
+  PoolAttrs a;
+  RETURN_IF_ERROR(
+      errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
+  const Dims4 d = DimsOf(a.channels_first);
+  auto out_dim = [&](int64_t in, int64_t window, int64_t stride,
+                     int64_t pad_before, int64_t pad_after,
+                     int64_t* out) -> Status {
+    *out = -1;
+    if (in < 0) return absl::OkStatus();
+    return errors::Prefix(
+        cpu::WindowedOutputSize(in, window, 1, stride, a.padding, out,
+                                &pad_before, &pad_after),
+        c->ErrorPrefix());
+  };
+  int64_t rows, cols;
+  RETURN_IF_ERROR(out_dim(input.dim_size(d.h), a.window_rows, a.stride_rows,
+                          a.pad_top, a.pad_bottom, &rows));
+  RETURN_IF_ERROR(out_dim(input.dim_size(d.w), a.window_cols, a.stride_cols,
+                          a.pad_left, a.pad_right, &cols));
+  c->set_output(0, ActivationShape<PartialTensorShape>(
+                       a.channels_first, input.dim_size(d.n), rows, cols,
+                       input.dim_size(d.c)));
+  return absl::OkStatus();
+}
+
+// MaxPoolGrad: the gradient has orig_input's shape.
+Status MaxPoolGradShape(InferenceContext* c) {
+  PartialTensorShape input, unused;
+  RETURN_IF_ERROR(c->WithRank(0, 4, &input));
+  RETURN_IF_ERROR(c->WithRank(1, 4, &unused));
+  RETURN_IF_ERROR(c->WithRank(2, 4, &unused));
+  PoolAttrs a;
+  RETURN_IF_ERROR(
+      errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
+  c->set_output(0, input);
+  return absl::OkStatus();
+}
+
+// AvgPoolGrad: the shape orig_input_shape gives, rank 4.
+Status AvgPoolGradShape(InferenceContext* c) {
+  PartialTensorShape shape, unused;
+  RETURN_IF_ERROR(c->WithRank(1, 4, &unused));
+  PoolAttrs a;
+  RETURN_IF_ERROR(
+      errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
+  RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(0, &shape));
+  if (shape.unknown_rank()) shape = PartialTensorShape::UnknownDims(4);
+  if (shape.dims() != 4) {
+    return c->InvalidArgument("orig_input_shape must have 4 elements, got ",
+                              shape.dims());
+  }
+  c->set_output(0, shape);
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Forward loops
+
+template <typename T>
+struct MaxOp {
+  // The first maximum wins: NaN only if it comes first (as the gradient).
+  static void Accumulate(T* acc, const T* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] = x[i] > acc[i] ? x[i] : acc[i];
+  }
+  static void Finish(T*, int64_t, int64_t) {}
+};
+
+template <typename T>
+struct AvgOp {
+  static void Accumulate(T* acc, const T* x, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+  }
+  static void Finish(T* acc, int64_t n, int64_t count) {
+    const T inv = T(1) / static_cast<T>(count);
+    for (int64_t i = 0; i < n; ++i) acc[i] *= inv;
+  }
+};
+
+// NHWC: one output pixel is the reduction of whole channel rows.
+template <typename T, typename Op>
+void PoolNhwc(const PoolGeometry& g, const T* in, T* out, ThreadPool* pool) {
+  const int64_t depth = g.depth;
+  ParallelRange(
+      pool, g.batch * g.out_rows,
+      g.out_cols * g.window_rows * g.window_cols * depth + 20,
+      [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          const int64_t n = r / g.out_rows, oy = r % g.out_rows;
+          const T* image = in + n * g.in_plane() * depth;
+          for (int64_t ox = 0; ox < g.out_cols; ++ox) {
+            const auto w = g.WindowAt(oy, ox);
+            T* acc = out + (r * g.out_cols + ox) * depth;
+            const T* first =
+                image + (w.row_begin * g.in_cols + w.col_begin) * depth;
+            std::copy(first, first + depth, acc);
+            for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+              for (int64_t x = w.col_begin; x < w.col_end; ++x) {
+                if (y == w.row_begin && x == w.col_begin) continue;
+                Op::Accumulate(acc, image + (y * g.in_cols + x) * depth, depth);
+              }
+            }
+            Op::Finish(acc, depth, w.count());
+          }
+        }
+      });
+}
+
+// NCHW: each (image, channel) plane on its own.
+template <typename T, typename Op>
+void PoolNchw(const PoolGeometry& g, const T* in, T* out, ThreadPool* pool) {
+  ParallelRange(pool, g.batch * g.depth,
+                g.out_plane() * g.window_rows * g.window_cols + 20,
+                [&](int64_t b, int64_t e) {
+                  for (int64_t p = b; p < e; ++p) {
+                    const T* plane = in + p * g.in_plane();
+                    T* o = out + p * g.out_plane();
+                    for (int64_t oy = 0; oy < g.out_rows; ++oy) {
+                      for (int64_t ox = 0; ox < g.out_cols; ++ox) {
+                        const auto w = g.WindowAt(oy, ox);
+                        T acc = plane[w.row_begin * g.in_cols + w.col_begin];
+                        for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+                          for (int64_t x = w.col_begin; x < w.col_end; ++x) {
+                            if (y == w.row_begin && x == w.col_begin) continue;
+                            Op::Accumulate(&acc, &plane[y * g.in_cols + x], 1);
+                          }
+                        }
+                        Op::Finish(&acc, 1, w.count());
+                        o[oy * g.out_cols + ox] = acc;
+                      }
+                    }
+                  }
+                });
+}
+
+template <typename T, typename Op>
+class PoolKernel : public OpKernel {
+ public:
+  explicit PoolKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, ParsePoolAttrs(c->attrs(), &attrs_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& input = ctx->input(0);
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, PoolGeometryFor(attrs_, input.shape(), &g));
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.OutputShape(), &output));
+    if (output->NumElements() == 0) return;
+    if (g.channels_first) {
+      PoolNchw<T, Op>(g, input.data<T>(), output->data<T>(),
+                      ctx->intra_op_threadpool());
+    } else {
+      PoolNhwc<T, Op>(g, input.data<T>(), output->data<T>(),
+                      ctx->intra_op_threadpool());
+    }
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+// ---------------------------------------------------------------------------
+// Gradient loops. Each image (NHWC) or plane (NCHW) is scattered into by one
+// thread only.
+
+// MaxPoolGrad: each output's gradient goes to the first maximum of its
+// window in orig_input (row-major order), as TensorFlow's CPU kernel.
+template <typename T>
+void MaxPoolGradNhwc(const PoolGeometry& g, const T* in, const T* grad, T* out,
+                     ThreadPool* pool) {
+  const int64_t depth = g.depth, image_size = g.in_plane() * depth;
+  ParallelRange(pool, g.batch,
+                g.out_plane() * g.window_rows * g.window_cols * depth * 2 + 20,
+                [&](int64_t b, int64_t e) {
+                  std::vector<T> best(depth);
+                  std::vector<int64_t> where(depth);
+                  for (int64_t n = b; n < e; ++n) {
+                    const T* image = in + n * image_size;
+                    T* dst = out + n * image_size;
+                    std::fill(dst, dst + image_size, T(0));
+                    for (int64_t p = 0; p < g.out_plane(); ++p) {
+                      const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
+                      const int64_t first =
+                          (w.row_begin * g.in_cols + w.col_begin) * depth;
+                      for (int64_t c = 0; c < depth; ++c) {
+                        best[c] = image[first + c];
+                        where[c] = first + c;
+                      }
+                      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+                        for (int64_t x = w.col_begin; x < w.col_end; ++x) {
+                          const int64_t at = (y * g.in_cols + x) * depth;
+                          for (int64_t c = 0; c < depth; ++c) {
+                            const bool better = image[at + c] > best[c];
+                            best[c] = better ? image[at + c] : best[c];
+                            where[c] = better ? at + c : where[c];
+                          }
+                        }
+                      }
+                      const T* gp = grad + (n * g.out_plane() + p) * depth;
+                      for (int64_t c = 0; c < depth; ++c)
+                        dst[where[c]] = WrapAdd(dst[where[c]], gp[c]);
+                    }
+                  }
+                });
+}
+
+template <typename T>
+void MaxPoolGradNchw(const PoolGeometry& g, const T* in, const T* grad, T* out,
+                     ThreadPool* pool) {
+  ParallelRange(pool, g.batch * g.depth,
+                g.out_plane() * g.window_rows * g.window_cols + 20,
+                [&](int64_t b, int64_t e) {
+                  for (int64_t pl = b; pl < e; ++pl) {
+                    const T* plane = in + pl * g.in_plane();
+                    T* dst = out + pl * g.in_plane();
+                    const T* gp = grad + pl * g.out_plane();
+                    std::fill(dst, dst + g.in_plane(), T(0));
+                    for (int64_t p = 0; p < g.out_plane(); ++p) {
+                      const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
+                      int64_t where = w.row_begin * g.in_cols + w.col_begin;
+                      T best = plane[where];
+                      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+                        for (int64_t x = w.col_begin; x < w.col_end; ++x) {
+                          if (plane[y * g.in_cols + x] > best) {
+                            best = plane[y * g.in_cols + x];
+                            where = y * g.in_cols + x;
+                          }
+                        }
+                      }
+                      dst[where] = WrapAdd(dst[where], gp[p]);
+                    }
+                  }
+                });
+}
+
+// AvgPoolGrad: each output's gradient is spread evenly over the in-image
+// elements of its window.
+template <typename T>
+void AvgPoolGradNhwc(const PoolGeometry& g, const T* grad, T* out,
+                     ThreadPool* pool) {
+  const int64_t depth = g.depth, image_size = g.in_plane() * depth;
+  ParallelRange(pool, g.batch,
+                g.out_plane() * g.window_rows * g.window_cols * depth + 20,
+                [&](int64_t b, int64_t e) {
+                  std::vector<T> share(depth);
+                  for (int64_t n = b; n < e; ++n) {
+                    T* dst = out + n * image_size;
+                    std::fill(dst, dst + image_size, T(0));
+                    for (int64_t p = 0; p < g.out_plane(); ++p) {
+                      const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
+                      const T inv = T(1) / static_cast<T>(w.count());
+                      const T* gp = grad + (n * g.out_plane() + p) * depth;
+                      for (int64_t c = 0; c < depth; ++c)
+                        share[c] = gp[c] * inv;
+                      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+                        for (int64_t x = w.col_begin; x < w.col_end; ++x) {
+                          T* d = dst + (y * g.in_cols + x) * depth;
+                          for (int64_t c = 0; c < depth; ++c) d[c] += share[c];
+                        }
+                      }
+                    }
+                  }
+                });
+}
+
+template <typename T>
+void AvgPoolGradNchw(const PoolGeometry& g, const T* grad, T* out,
+                     ThreadPool* pool) {
+  ParallelRange(pool, g.batch * g.depth,
+                g.out_plane() * g.window_rows * g.window_cols + 20,
+                [&](int64_t b, int64_t e) {
+                  for (int64_t pl = b; pl < e; ++pl) {
+                    T* dst = out + pl * g.in_plane();
+                    const T* gp = grad + pl * g.out_plane();
+                    std::fill(dst, dst + g.in_plane(), T(0));
+                    for (int64_t p = 0; p < g.out_plane(); ++p) {
+                      const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
+                      const T share = gp[p] / static_cast<T>(w.count());
+                      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+                        for (int64_t x = w.col_begin; x < w.col_end; ++x)
+                          dst[y * g.in_cols + x] += share;
+                      }
+                    }
+                  }
+                });
+}
+
+template <typename T>
+class MaxPoolGradKernel : public OpKernel {
+ public:
+  explicit MaxPoolGradKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, ParsePoolAttrs(c->attrs(), &attrs_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& orig_input = ctx->input(0);
+    const Tensor& orig_output = ctx->input(1);
+    const Tensor& grad = ctx->input(2);
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, PoolGeometryFor(attrs_, orig_input.shape(), &g));
+    OP_REQUIRES_OK(
+        ctx, CheckShapeIs(orig_output.shape(), g.OutputShape(), "orig_output"));
+    OP_REQUIRES_OK(ctx, CheckShapeIs(grad.shape(), g.OutputShape(), "grad"));
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, orig_input.shape(), &output));
+    if (output->NumElements() == 0) return;
+    if (grad.NumElements() == 0) {
+      std::fill_n(output->data<T>(), output->NumElements(), T(0));
+      return;
+    }
+    if (g.channels_first) {
+      MaxPoolGradNchw(g, orig_input.data<T>(), grad.data<T>(),
+                      output->data<T>(), ctx->intra_op_threadpool());
+    } else {
+      MaxPoolGradNhwc(g, orig_input.data<T>(), grad.data<T>(),
+                      output->data<T>(), ctx->intra_op_threadpool());
+    }
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+template <typename T>
+class AvgPoolGradKernel : public OpKernel {
+ public:
+  explicit AvgPoolGradKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, ParsePoolAttrs(c->attrs(), &attrs_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& shape_t = ctx->input(0);
+    const Tensor& grad = ctx->input(1);
+    OP_REQUIRES(ctx, shape_t.dims() == 1 && shape_t.NumElements() == 4,
+                errors::InvalidArgument(
+                    "orig_input_shape must be 1-dimensional and 4 elements, "
+                    "got shape ",
+                    shape_t.shape().DebugString()));
+    std::vector<int64_t> dims;
+    for (int32_t v : shape_t.flat<int32_t>()) dims.push_back(v);
+    auto input_shape = TensorShape::FromDims(dims);
+    OP_REQUIRES(ctx, input_shape.ok(),
+                errors::InvalidArgument("orig_input_shape is not a valid "
+                                        "shape: [",
+                                        absl::StrJoin(dims, ","), "]"));
+    OP_REQUIRES(ctx, grad.dims() == 4,
+                errors::InvalidArgument("grad must be 4-dimensional: ",
+                                        grad.shape().DebugString()));
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, PoolGeometryFor(attrs_, *input_shape, &g));
+    OP_REQUIRES_OK(ctx, CheckShapeIs(grad.shape(), g.OutputShape(), "grad"));
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &output));
+    if (output->NumElements() == 0) return;
+    if (grad.NumElements() == 0) {
+      std::fill_n(output->data<T>(), output->NumElements(), T(0));
+      return;
+    }
+    if (g.channels_first) {
+      AvgPoolGradNchw(g, grad.data<T>(), output->data<T>(),
+                      ctx->intra_op_threadpool());
+    } else {
+      AvgPoolGradNhwc(g, grad.data<T>(), output->data<T>(),
+                      ctx->intra_op_threadpool());
+    }
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+constexpr char kPoolDoc[] = R"doc(
+ksize: the window size for each dimension of the input in `data_format`
+  order (4 values; batch and depth sizes must be 1).
+strides: the window stride for each dimension (4 values; batch and depth
+  strides must be 1).
+padding: "VALID" (windows inside the input), "SAME" (output size
+  ceil(in / stride), windows clipped at the borders; the extra padding goes
+  to the bottom/right))doc";
+
+constexpr char kExplicitDoc[] = R"doc( or "EXPLICIT" (paddings from
+  `explicit_paddings`: (before, after) per dimension in `data_format` order,
+  batch and depth 0, each smaller than the window).
+data_format: "NHWC" ([batch, height, width, channels]) or "NCHW"
+  ([batch, channels, height, width]).)doc";
+
+constexpr char kNoExplicitDoc[] = R"doc(.
+data_format: "NHWC" ([batch, height, width, channels]) or "NCHW"
+  ([batch, channels, height, width]).)doc";
+
+// ---------------------------------------------------------------------------
+// MaxPool
+
+REGISTER_OP("MaxPool")
+    .Input("input: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64} = DT_FLOAT")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'}")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: {'NHWC', 'NCHW', 'NCHW_VECT_C'} = 'NHWC'")
+    .SetShapeFn(PoolShape)
+    .Doc(std::string(R"doc(Performs max pooling on the input.
+Each output element is the maximum of the in-image elements of its window
+(padding never wins). NCHW_VECT_C is accepted by the op definition but not
+by the CPU kernel.)doc") +
+         kPoolDoc + kExplicitDoc);
+
+#define REGISTER_MAX_POOL(T)                                         \
+  REGISTER_KERNEL_BUILDER(                                           \
+      Name("MaxPool").Device(kDeviceCpu).TypeConstraint<T>("T"),     \
+      PoolKernel<T, MaxOp<T>>);                                      \
+  REGISTER_KERNEL_BUILDER(                                           \
+      Name("MaxPoolGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+      MaxPoolGradKernel<T>)
+
+// ---------------------------------------------------------------------------
+// MaxPoolGrad
+
+REGISTER_OP("MaxPoolGrad")
+    .Input("orig_input: T")
+    .Input("orig_output: T")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'}")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Attr("T: {float, double, int32, int64} = DT_FLOAT")
+    .SetShapeFn(MaxPoolGradShape)
+    .Doc(std::string(R"doc(Computes the gradient of MaxPool.
+Each element of `grad` is added to the position of the maximum of its
+window in `orig_input`; among equal maxima the first in row-major order
+wins. `orig_output` must have MaxPool's output shape (its values are not
+read).
+orig_input: the input of MaxPool.
+orig_output: the output of MaxPool.
+grad: the gradient with respect to MaxPool's output.
+output: the gradient with respect to MaxPool's input.)doc") +
+         kPoolDoc + kExplicitDoc);
+
+REGISTER_MAX_POOL(float);
+REGISTER_MAX_POOL(double);
+REGISTER_MAX_POOL(int32_t);
+REGISTER_MAX_POOL(int64_t);
+#undef REGISTER_MAX_POOL
+
+// ---------------------------------------------------------------------------
+// AvgPool
+
+REGISTER_OP("AvgPool")
+    .Input("value: T")
+    .Output("output: T")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID'}")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Attr("T: {float, double}")
+    .SetShapeFn(PoolShape)
+    .Doc(std::string(R"doc(Performs average pooling on the input.
+Each output element is the mean of the in-image elements of its window: with
+SAME padding, border windows divide by the number of elements they cover.)doc") +
+         kPoolDoc + kNoExplicitDoc);
+
+// ---------------------------------------------------------------------------
+// AvgPoolGrad
+
+REGISTER_OP("AvgPoolGrad")
+    .Input("orig_input_shape: int32")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID'}")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Attr("T: {float, double}")
+    .SetShapeFn(AvgPoolGradShape)
+    .Doc(std::string(R"doc(Computes the gradient of AvgPool.
+Each element of `grad` is spread evenly over the in-image elements of its
+window.
+orig_input_shape: the shape of AvgPool's input (4 values).
+grad: the gradient with respect to AvgPool's output.
+output: the gradient with respect to AvgPool's input.)doc") +
+         kPoolDoc + kNoExplicitDoc);
+
+#define REGISTER_AVG_POOL(T)                                         \
+  REGISTER_KERNEL_BUILDER(                                           \
+      Name("AvgPool").Device(kDeviceCpu).TypeConstraint<T>("T"),     \
+      PoolKernel<T, AvgOp<T>>);                                      \
+  REGISTER_KERNEL_BUILDER(                                           \
+      Name("AvgPoolGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+      AvgPoolGradKernel<T>)
+REGISTER_AVG_POOL(float);
+REGISTER_AVG_POOL(double);
+#undef REGISTER_AVG_POOL
+
+}  // namespace
+}  // namespace runnel
