@@ -4,6 +4,8 @@
 // shape must agree with the op's shape function (OpTestCase checks that).
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "absl/strings/str_join.h"
 #include "runnel/framework/op_kernel.h"
 #include "testing/op_test_util.h"
@@ -25,8 +27,14 @@ Tensor Filled(DataType dt, const TensorShape& shape, double v) {
       if constexpr (std::is_same_v<T, half>) x = FloatToHalf(static_cast<float>(v));
       else if constexpr (std::is_same_v<T, bfloat16>) x = FloatToBFloat16(static_cast<float>(v));
       else if constexpr (std::is_same_v<T, bool>) x = v > 0;
-      else if constexpr (std::is_unsigned_v<T>) x = static_cast<T>(v < 0 ? 0 : v);
-      else x = static_cast<T>(v);
+      else if constexpr (std::is_integral_v<T>) {
+        // Saturate: casting an out-of-range double to an integer is UB.
+        const double lo = static_cast<double>(std::numeric_limits<T>::lowest());
+        const double hi = static_cast<double>(std::numeric_limits<T>::max());
+        x = static_cast<T>(std::min(std::max(v, lo), hi));
+      } else {
+        x = static_cast<T>(v);
+      }
     }
   });
   return t;
