@@ -12,12 +12,14 @@
 //
 // Scope, Output, Operation, Input, NodeBuilder, ops::Const:
 // runnel/graph/scope.h. Typed wrappers for every registered op (generated):
-// runnel/ops/ops_gen.h. Running: runnel/api/client_session.h.
+// runnel/ops/ops_gen.h. Running: runnel/api/client_session.h. Symbolic
+// gradients: runnel/graph/gradients.h.
 #ifndef RUNNEL_RUNNEL_H_
 #define RUNNEL_RUNNEL_H_
 
 #include "runnel/api/client_session.h"
 #include "runnel/framework/tensor.h"
+#include "runnel/graph/gradients.h"
 #include "runnel/graph/scope.h"
 #include "runnel/ops/ops_gen.h"
 

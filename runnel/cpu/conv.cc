@@ -21,17 +21,22 @@
 namespace runnel::cpu {
 
 // Note [Convolution back-ends]
-// float runs on oneDNN's convolution primitives, described directly on the
-// tensors the kernels hold (nhwc or nchw activations, hwio weights, or hwigo
-// for grouped/depthwise filters), so no reorders happen on our side. oneDNN
-// then picks its fastest implementation for those layouts (on this machine
-// the im2col + JIT-SGEMM "gemm:jit" one for nhwc/hwio). Primitive creation
-// costs tens to hundreds of microseconds, so each Conv2DRunner (one per
-// kernel) caches primitives by geometry; steady-state steps only execute.
-// Primitives run in oneDNN's "user" scratchpad mode with scratch buffers
-// kept per cache entry, so one primitive may execute on several threads at
-// once (the library-mode scratchpad of this build is shared by all
-// primitives and is not safe for that).
+// float runs on oneDNN's convolution primitives. Activations are described
+// in the layout the kernel holds (nhwc or nchw), so they are never copied.
+// The filter is left to oneDNN (format `any`) and reordered from our HWIO
+// (hwigo when grouped) on every call, or to it for the filter gradient: a
+// few hundred KB at most, and the blocked filter layout is what lets
+// oneDNN use its direct JIT kernels (brgconv / jit:avx512_core) instead of
+// the im2col + SGEMM "gemm:jit" it falls back to for an hwio filter, which
+// was 1.5-2.5x slower on W3's layers. Letting oneDNN also choose the
+// activation layouts (blocked nChw16c, reordered both ways) did not pay for
+// its reorders in the backward passes either. Primitive creation costs tens
+// to hundreds of microseconds, so each Conv2DRunner (one per kernel) caches
+// primitives by geometry; steady-state steps only execute. Primitives run
+// in oneDNN's "user" scratchpad mode with execution buffers kept per cache
+// entry, so one primitive may run on several threads at once (the library
+// scratchpad of this build is private to each primitive and is not safe
+// for that).
 //
 // double (oneDNN's convolutions are f32/bf16/int8 only) and int32 use the
 // classic im2col + GEMM lowering in NHWC: per group, the patch matrix
@@ -600,18 +605,6 @@ struct AlignedBuffer {
   std::unique_ptr<char, Free> data;
 };
 
-// Which tensors of a pass oneDNN may lay out as it likes (format `any`);
-// the others are described in the caller's layout. See Note [Convolution
-// layouts].
-struct LayoutPolicy {
-  bool any_weights = true;
-  bool any_activations = false;
-};
-
-LayoutPolicy PolicyFor(Pass pass, bool reorder_activations) {
-  return {true, reorder_activations && pass != Pass::kForward};
-}
-
 // One argument of a cached convolution: the caller's layout, the
 // convolution's, and the reorder between them when they differ (into or
 // out of a copy at `offset` in the execution buffer).
@@ -659,14 +652,10 @@ size_t RoundUp64(size_t n) { return (n + 63) / 64 * 64; }
 }  // namespace
 
 struct Conv2DRunner::DnnlCache {
-  explicit DnnlCache(bool reorder_activations)
-      : reorder_activations(reorder_activations) {}
-
   using Key = std::array<int64_t, 20>;
   // Bounds memory for kernels that see many shapes.
   static constexpr size_t kMaxEntries = 32;
 
-  const bool reorder_activations;
   mutable std::mutex mu;
   std::map<Key, std::shared_ptr<DnnlEntry>> entries;  // Guarded by mu.
 
@@ -692,26 +681,20 @@ struct Conv2DRunner::DnnlCache {
     }
     // Created outside the lock: creation may take a while, and a duplicate
     // made by a racing thread is harmless.
-    auto entry = Create(g, PolicyFor(pass, reorder_activations), pass);
+    auto entry = Create(g, pass);
     std::lock_guard<std::mutex> l(mu);
     if (entries.size() >= kMaxEntries) entries.clear();
     return entries.emplace(key, std::move(entry)).first->second;
   }
 
-  static dnnl::memory::desc Any(const dnnl::memory::desc& d, bool any) {
-    return any ? dnnl::memory::desc(d.dims(), dnnl::memory::data_type::f32,
-                                    Tag::any)
-               : d;
-  }
-
+  // Activations in the caller's layout, the filter in whatever layout
+  // oneDNN prefers (Note [Convolution back-ends]).
   static dnnl::primitive_desc MakePrimitiveDesc(
-      const Conv2DGeometry& g, Pass pass, const LayoutPolicy& policy,
-      const dnnl::primitive_attr& attr) {
-    const auto src = Any(ActivationDesc(g, g.in_depth, g.in_rows, g.in_cols),
-                         policy.any_activations);
-    const auto dst = Any(ActivationDesc(g, g.out_depth, g.out_rows, g.out_cols),
-                         policy.any_activations);
-    const auto weights = Any(WeightsDesc(g), policy.any_weights);
+      const Conv2DGeometry& g, Pass pass, const dnnl::primitive_attr& attr) {
+    const auto src = ActivationDesc(g, g.in_depth, g.in_rows, g.in_cols);
+    const auto dst = ActivationDesc(g, g.out_depth, g.out_rows, g.out_cols);
+    const auto weights = dnnl::memory::desc(
+        WeightsDesc(g).dims(), dnnl::memory::data_type::f32, Tag::any);
     const dnnl::memory::dims strides = {g.stride_rows, g.stride_cols};
     const dnnl::memory::dims dilates = {g.dilation_rows - 1,
                                         g.dilation_cols - 1};
@@ -773,16 +756,14 @@ struct Conv2DRunner::DnnlCache {
             arg(DNNL_ARG_DIFF_WEIGHTS, true, weights, pd.diff_weights_desc())};
   }
 
-  static std::shared_ptr<DnnlEntry> Create(const Conv2DGeometry& g,
-                                           const LayoutPolicy& policy,
-                                           Pass pass) {
+  static std::shared_ptr<DnnlEntry> Create(const Conv2DGeometry& g, Pass pass) {
     auto e = std::make_shared<DnnlEntry>();
     e->threads = ThreadsFor(g);
     ScopedOmpThreads threads(e->threads);
     try {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const dnnl::primitive_desc pd = MakePrimitiveDesc(g, pass, policy, attr);
+      const dnnl::primitive_desc pd = MakePrimitiveDesc(g, pass, attr);
       e->conv = dnnl::primitive(pd);
       e->args = ArgsOf(g, pass, pd);
       size_t scratch = pd.scratchpad_desc().get_size();
@@ -961,9 +942,7 @@ std::string Conv2DGeometry::DebugString() const {
 }
 
 Conv2DRunner::Conv2DRunner(ConvBackend backend)
-    : backend_(backend),
-      dnnl_(std::make_unique<DnnlCache>(backend !=
-                                        ConvBackend::kDnnlCallerLayouts)) {}
+    : backend_(backend), dnnl_(std::make_unique<DnnlCache>()) {}
 
 Conv2DRunner::~Conv2DRunner() = default;
 
@@ -979,7 +958,7 @@ void Conv2DRunner::Forward(const Conv2DGeometry& g, const float* input,
                            ThreadPool* pool) {
   CheckGeometry(g);
   if (Empty(g)) return;
-  if (backend_ != ConvBackend::kGemm &&
+  if (backend_ == ConvBackend::kAuto &&
       dnnl_->Run(g, Pass::kForward, input, filter, output)) {
     return;
   }
@@ -1014,7 +993,12 @@ void Conv2DRunner::BackwardInput(const Conv2DGeometry& g, const float* filter,
                                  ThreadPool* pool) {
   CheckGeometry(g);
   if (Empty(g)) return FillZero(in_backprop, g.InputSize());
-  if (backend_ != ConvBackend::kGemm &&
+  // oneDNN's backward-data kernels lose to im2col + GEMM when there are
+  // only one or two input channels (a first layer's input gradient):
+  // 28x28x1 -> 32, batch 64: 3.4 ms vs 2.1 ms; from 3 channels on oneDNN
+  // is as fast or faster.
+  const bool few_channels = g.groups == 1 && g.in_depth <= 2;
+  if (backend_ == ConvBackend::kAuto && !few_channels &&
       dnnl_->Run(g, Pass::kBackwardInput, out_backprop, filter, in_backprop)) {
     return;
   }
@@ -1042,7 +1026,7 @@ void Conv2DRunner::BackwardFilter(const Conv2DGeometry& g, const float* input,
                                   float* filter_backprop, ThreadPool* pool) {
   CheckGeometry(g);
   if (Empty(g)) return FillZero(filter_backprop, g.FilterSize());
-  if (backend_ != ConvBackend::kGemm &&
+  if (backend_ == ConvBackend::kAuto &&
       dnnl_->Run(g, Pass::kBackwardFilter, input, out_backprop,
                  filter_backprop)) {
     return;

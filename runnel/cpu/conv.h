@@ -20,13 +20,16 @@
 // filter has exactly the memory of the HWIO filter [rows, cols, 1, in * M].
 //
 // Back-ends (see Note [Convolution back-ends] in conv.cc):
-//   float          -> oneDNN convolution primitives on the caller's layouts
-//                     (nhwc/nchw activations, hwio/hwigo weights), created
-//                     once per geometry and cached in the Conv2DRunner;
+//   float          -> oneDNN convolution primitives reading and writing the
+//                     caller's nhwc/nchw activations (the filter is
+//                     reordered to oneDNN's blocked layout and back),
+//                     created once per geometry and cached in the
+//                     Conv2DRunner;
 //   double, int32  -> im2col + Gemm (gemm.h) per group, and direct loops
 //                     when each group has a single input channel
 //                     (depthwise).
-// float falls back to the GEMM path if oneDNN rejects a geometry.
+// float uses the GEMM path where it is faster (backward input with one or
+// two input channels) and as a fallback if oneDNN rejects a geometry.
 //
 // Threading: GEMMs and oneDNN primitives use up to GemmNumThreads() OpenMP
 // threads (one for small problems); the element-wise parts of the GEMM path
@@ -112,9 +115,6 @@ struct Conv2DGeometry {
 enum class ConvBackend {
   kAuto,  // oneDNN for float, GEMM otherwise.
   kGemm,  // im2col + Gemm (or direct depthwise loops) for every dtype.
-  // oneDNN with activations always in the caller's layout (kAuto lets the
-  // backward passes reorder them); for comparisons.
-  kDnnlCallerLayouts,
 };
 
 class Conv2DRunner {

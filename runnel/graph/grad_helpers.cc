@@ -34,9 +34,9 @@ Operation MakeOperationWithLists(const Scope& scope, absl::string_view op,
     } else if (args[i].size() == 1) {
       b.Input(args[i][0]);
     } else {
-      scope.UpdateStatus(errors::InvalidArgument(
-          "input arg '", arg.name(), "' of op ", op,
-          " takes one tensor, got ", args[i].size()));
+      scope.UpdateStatus(
+          errors::InvalidArgument("input arg '", arg.name(), "' of op ", op,
+                                  " takes one tensor, got ", args[i].size()));
       return Operation();
     }
   }
@@ -177,15 +177,12 @@ Output InvertPermutation(const Scope& s, const Output& perm) {
 
 Output GatherRowsGradient(const Scope& s, const Output& params_shape,
                           const Output& indices, const Output& dy) {
-  const Output n =
-      Reshape(s, Size(s, indices, DT_INT64), Int32s(s, {1}));
-  const Output inner =
-      Slice(s, params_shape, Int32s(s, {1}), Int32s(s, {-1}));
+  const Output n = Reshape(s, Size(s, indices, DT_INT64), Int32s(s, {1}));
+  const Output inner = Slice(s, params_shape, Int32s(s, {1}), Int32s(s, {-1}));
   const Output values = Reshape(s, dy, Concat(s, {n, inner}, 0));
   const Output ids = Reshape(s, indices, Int32s(s, {-1}));
   const Output rows = Reshape(
-      s, Slice(s, params_shape, Int32s(s, {0}), Int32s(s, {1})),
-      Int32s(s, {}));
+      s, Slice(s, params_shape, Int32s(s, {0}), Int32s(s, {1})), Int32s(s, {}));
   const Output dense = UnsortedSegmentSum(s, values, ids, rows);
   if (s.ok()) {
     s.UpdateStatus(RecordSparseGradient(dense, {values, ids, params_shape}));

@@ -206,11 +206,11 @@ Status SymbolicGradientBuilder::Validate() const {
     if (g.node() == nullptr) continue;  // OnesLike.
     RETURN_IF_ERROR(CheckOutput(graph_, g, "grad_inputs", i));
     if (BaseType(g.type()) != BaseType(outputs_[i].type())) {
-      return errors::InvalidArgument(
-          "grad_inputs[", i, "] '", g.name(), "' has dtype ",
-          DataTypeString(g.type()), " but outputs[", i, "] '",
-          outputs_[i].name(), "' has dtype ",
-          DataTypeString(outputs_[i].type()));
+      return errors::InvalidArgument("grad_inputs[", i, "] '", g.name(),
+                                     "' has dtype ", DataTypeString(g.type()),
+                                     " but outputs[", i, "] '",
+                                     outputs_[i].name(), "' has dtype ",
+                                     DataTypeString(outputs_[i].type()));
     }
   }
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -312,9 +312,8 @@ Status SymbolicGradientBuilder::CheckGradDtypes(
     if (want != DT_RESOURCE && BaseType(dx[i].type()) != want) {
       return errors::Internal(
           "the gradient function of op ", n->type_string(), " returned a ",
-          DataTypeString(dx[i].type()), " gradient for input ", i,
-          " of node '", n->name(), "', which has dtype ",
-          DataTypeString(want));
+          DataTypeString(dx[i].type()), " gradient for input ", i, " of node '",
+          n->name(), "', which has dtype ", DataTypeString(want));
     }
   }
   return absl::OkStatus();
@@ -326,9 +325,9 @@ Status SymbolicGradientBuilder::CallGradFunction(Node* n,
   const GradientRegistry::Entry* entry =
       GradientRegistry::Global()->Find(n->type_string());
   if (entry == nullptr) {
-    return errors::InvalidArgument("No gradient defined for op: ",
-                                   n->type_string(), " (node '", n->name(),
-                                   "')");
+    return errors::InvalidArgument(
+        "No gradient defined for op: ", n->type_string(), " (node '", n->name(),
+        "')");
   }
   if (entry->fn == nullptr) {  // Explicitly not differentiable.
     dx->assign(n->num_inputs(), NoGradient());
@@ -368,7 +367,8 @@ Status SymbolicGradientBuilder::ProcessNode(Node* n) {
   }
   std::vector<const Edge*> in = n->input_edges_in_order();
   bool feeds_path = false;
-  for (const Edge* e : in) feeds_path |= e != nullptr && on_path_[e->src()->id()];
+  for (const Edge* e : in)
+    feeds_path |= e != nullptr && on_path_[e->src()->id()];
   if (!feeds_path) return absl::OkStatus();
 
   std::vector<Output> dx;
@@ -380,15 +380,15 @@ Status SymbolicGradientBuilder::ProcessNode(Node* n) {
   for (const Edge* e : in) {
     if (e == nullptr) continue;
     const Output src(e->src(), e->src_output());
-    BackpropAlongEdge(CarriesGradient(src.type()) ? dx[e->dst_input()]
-                                                  : NoGradient(),
-                      src);
+    BackpropAlongEdge(
+        CarriesGradient(src.type()) ? dx[e->dst_input()] : NoGradient(), src);
   }
   return absl::OkStatus();
 }
 
 StatusOr<Output> SymbolicGradientBuilder::ZerosFor(const Output& x) {
-  const Scope s = grad_scope_.NewSubScope(absl::StrCat(x.node()->name(), "_zeros"));
+  const Scope s =
+      grad_scope_.NewSubScope(absl::StrCat(x.node()->name(), "_zeros"));
   if (BaseType(x.type()) != DT_RESOURCE) return grad::ZerosLike(s, x);
   // A variable handle: zeros of the variable's shape and dtype.
   DataType dtype = DT_INVALID;
@@ -419,7 +419,8 @@ Status SymbolicGradientBuilder::Build(std::vector<Output>* grad_outputs) {
     ready_.pop_front();
     RETURN_IF_ERROR(ProcessNode(n));
   }
-  for (int id = 0; id < graph_->num_node_ids(); ++id) {
+  // Nodes added by the gradient functions have ids past on_path_.
+  for (size_t id = 0; id < on_path_.size(); ++id) {
     if (on_path_[id] && pending_[id] > 0) {
       return errors::Unimplemented(
           "gradient of a cycle (a while loop?) through node '",
@@ -457,8 +458,7 @@ Status AddSymbolicGradients(const Scope& scope,
   if (grad_outputs == nullptr) {
     return errors::InvalidArgument("grad_outputs must not be null");
   }
-  SymbolicGradientBuilder builder(scope, outputs, inputs, grad_inputs,
-                                  options);
+  SymbolicGradientBuilder builder(scope, outputs, inputs, grad_inputs, options);
   return builder.Build(grad_outputs);
 }
 

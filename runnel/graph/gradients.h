@@ -39,6 +39,11 @@
 //     StopGradient) — TF's "no gradient" is a zero gradient here;
 //   * zeros if no data path connects it to `outputs` at all, or
 //     InvalidArgument when GradientOptions::error_on_unreachable is set.
+// Gradients flow only along floating-point (and complex) tensors, and into
+// DT_RESOURCE handles as the gradient of the variable's value; an integer,
+// bool or string edge carries none (like tf.gradients), so an integer
+// input's gradient is zeros. Outputs of a node that no gradient reached are
+// given ZerosLike before its gradient function runs (when floating).
 // A node on a path whose op has no gradient entry at all is
 // InvalidArgument "No gradient defined for op: Foo (node 'x')";
 // PreventGradient is InvalidArgument with its message. Cycles (while loops)
@@ -75,9 +80,9 @@
 
 namespace runnel {
 
-using GradFunc = std::function<Status(
-    const Scope& scope, const Operation& op,
-    const std::vector<Output>& grad_inputs, std::vector<Output>* grad_outputs)>;
+using GradFunc = std::function<Status(const Scope& scope, const Operation& op,
+                                      const std::vector<Output>& grad_inputs,
+                                      std::vector<Output>* grad_outputs)>;
 
 // "No gradient flows here": a null Output.
 inline Output NoGradient() { return Output(); }
@@ -121,13 +126,14 @@ struct GradientRegistrar {
 
 #define REGISTER_GRADIENT(op, fn) \
   REGISTER_GRADIENT_UNIQ_HELPER(__COUNTER__, op, GradFunc(fn))
-#define REGISTER_NO_GRADIENT(op, reason) \
-  REGISTER_GRADIENT_UNIQ_HELPER(__COUNTER__, op, static_cast<const char*>(reason))
+#define REGISTER_NO_GRADIENT(op, reason)         \
+  REGISTER_GRADIENT_UNIQ_HELPER(__COUNTER__, op, \
+                                static_cast<const char*>(reason))
 #define REGISTER_GRADIENT_UNIQ_HELPER(ctr, op, arg) \
   REGISTER_GRADIENT_UNIQ(ctr, op, arg)
-#define REGISTER_GRADIENT_UNIQ(ctr, op, arg)                    \
-  static ::runnel::gradient_registration::GradientRegistrar     \
-      gradient_registrar_##ctr [[maybe_unused]](op, arg)
+#define REGISTER_GRADIENT_UNIQ(ctr, op, arg)                \
+  static ::runnel::gradient_registration::GradientRegistrar \
+      gradient_registrar_##ctr [[maybe_unused]] (op, arg)
 
 struct GradientOptions {
   // An input with no data path to `outputs` is an InvalidArgument error
@@ -138,10 +144,11 @@ struct GradientOptions {
 // Adds to `scope`'s graph the gradients of `outputs` with respect to
 // `inputs`, given `grad_inputs` (dL/d outputs[k], one per output, of its
 // dtype and shape; a null Output stands for OnesLike(outputs[k])):
-// grad_outputs[i] is dL/d inputs[i] (Note [Gradient walk]). Errors: InvalidArgument for null/foreign Outputs, a grad_inputs
-// count or dtype mismatch, a path through an op without a gradient, an
-// unreachable input when asked; any error of building the gradient nodes.
-// On error the graph may hold some gradient nodes already built.
+// grad_outputs[i] is dL/d inputs[i] (Note [Gradient walk]). Errors:
+// InvalidArgument for null/foreign Outputs, a grad_inputs count or dtype
+// mismatch, a path through an op without a gradient, an unreachable input when
+// asked; any error of building the gradient nodes. On error the graph may hold
+// some gradient nodes already built.
 Status AddSymbolicGradients(const Scope& scope,
                             const std::vector<Output>& outputs,
                             const std::vector<Output>& inputs,
@@ -170,7 +177,8 @@ struct SparseGradientInfo {
 
 // Records `info` as the sparse form of `dense` (a gradient function calls
 // this on the dense gradient it returns). InvalidArgument for null Outputs.
-Status RecordSparseGradient(const Output& dense, const SparseGradientInfo& info);
+Status RecordSparseGradient(const Output& dense,
+                            const SparseGradientInfo& info);
 // True (filling *info) if `dense`, a gradient in `scope`'s graph, has a
 // recorded sparse form.
 bool GetSparseGradient(const Scope& scope, const Output& dense,

@@ -87,10 +87,12 @@ Output NormalizedAxis(const Scope& s, const Output& axis, const Output& x) {
       a.has_value() && a->size() == 1 && !shape.unknown_rank()) {
     const int64_t rank = shape.dims();
     if (rank > 0) {
-      return ops::Const(s, static_cast<int32_t>(((*a)[0] % rank + rank) % rank));
+      return ops::Const(s,
+                        static_cast<int32_t>(((*a)[0] % rank + rank) % rank));
     }
   }
-  const Output a = axis.type() == DT_INT32 ? axis : grad::Cast(s, axis, DT_INT32);
+  const Output a =
+      axis.type() == DT_INT32 ? axis : grad::Cast(s, axis, DT_INT32);
   const Output rank = grad::Rank(s, x);
   return grad::FloorMod(s, a, rank);
 }

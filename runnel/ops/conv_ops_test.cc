@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -416,6 +417,19 @@ TYPED_TEST(ConvTypedTest, GroupedAndPointwise) {
   ConvSpec one_channel_groups = grouped;  // groups == depth via Conv2D.
   one_channel_groups.fi = 1, one_channel_groups.o = 12;
   CheckAgainstReference<TypeParam>(one_channel_groups, 5);
+}
+
+TYPED_TEST(ConvTypedTest, FirstLayerShapes) {
+  // One or two input channels (backprop input takes the GEMM path for
+  // float).
+  for (int64_t c : {1, 2}) {
+    ConvSpec s;
+    s.n = 3, s.h = 12, s.w = 11, s.c = c, s.fr = s.fc = 5, s.fi = c, s.o = 8;
+    s.padding = "SAME";
+    CheckAgainstReference<TypeParam>(s, 30 + c);
+    s.nchw = true, s.sr = 2;
+    CheckAgainstReference<TypeParam>(s, 40 + c);
+  }
 }
 
 TYPED_TEST(ConvTypedTest, LargerThanOnePatchChunk) {
@@ -870,6 +884,33 @@ TEST(Conv2DRunnerTest, CachesOnePrimitivePerGeometryAndPass) {
   EXPECT_EQ(runner.NumCachedPrimitives(), 3);
 }
 
+TEST(Conv2DRunnerTest, ConcurrentUseOfOneRunner) {
+  // One kernel runs in several steps at once: the cached primitive then
+  // executes on several threads, each with its own scratch buffer.
+  cpu::Conv2DRunner runner;
+  const cpu::Conv2DGeometry g = W3Conv(8, 14, 8, 16);
+  const Tensor x = Random<float>(TensorShape({g.InputSize()}), 1);
+  const Tensor f = Random<float>(TensorShape({g.FilterSize()}), 2);
+  Tensor expected(DT_FLOAT, TensorShape({g.OutputSize()}));
+  runner.Forward(g, x.data<float>(), f.data<float>(), expected.data<float>(),
+                 nullptr);
+  std::vector<Tensor> outs;
+  for (int t = 0; t < 4; ++t)
+    outs.emplace_back(DT_FLOAT, TensorShape({g.OutputSize()}));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        runner.Forward(g, x.data<float>(), f.data<float>(),
+                       outs[t].data<float>(), nullptr);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const Tensor& out : outs) ExpectTensorEqual<float>(out, expected);
+  EXPECT_EQ(runner.NumCachedPrimitives(), 1);
+}
+
 TEST(Conv2DRunnerTest, DnnlAgreesWithGemmPath) {
   cpu::Conv2DRunner dnnl, gemm(cpu::ConvBackend::kGemm);
   for (bool nchw : {false, true}) {
@@ -916,22 +957,25 @@ TEST(Conv2DRunnerTest, DISABLED_W3Timings) {
   const Layer layers[] = {{"conv1 28x28x1->32", W3Conv(64, 28, 1, 32)},
                           {"conv2 14x14x32->64", W3Conv(64, 14, 32, 64)}};
   const cpu::ConvBackend backends[] = {cpu::ConvBackend::kAuto,
-                                       cpu::ConvBackend::kDnnlCallerLayouts,
                                        cpu::ConvBackend::kGemm};
-  const char* names[] = {"oneDNN", "oneDNN-caller-layouts", "im2col+GEMM"};
+  const char* names[] = {"auto (oneDNN)", "im2col+GEMM"};
   ThreadPool* pool = TestCpuDevice()->intra_op_pool();
   for (const Layer& layer : layers) {
     const cpu::Conv2DGeometry& g = layer.g;
     const Tensor x = Random<float>(TensorShape({g.InputSize()}), 1);
     const Tensor f = Random<float>(TensorShape({g.FilterSize()}), 2);
     const Tensor dy = Random<float>(TensorShape({g.OutputSize()}), 3);
-    Tensor y(DT_FLOAT, TensorShape({g.OutputSize()}));
-    Tensor dx(DT_FLOAT, TensorShape({g.InputSize()}));
-    Tensor df(DT_FLOAT, TensorShape({g.FilterSize()}));
+    // Results per back-end, compared at the end.
+    std::vector<Tensor> y, dx, df;
+    for (int b = 0; b < 2; ++b) {
+      y.emplace_back(DT_FLOAT, TensorShape({g.OutputSize()}));
+      dx.emplace_back(DT_FLOAT, TensorShape({g.InputSize()}));
+      df.emplace_back(DT_FLOAT, TensorShape({g.FilterSize()}));
+    }
     std::vector<std::unique_ptr<cpu::Conv2DRunner>> runners;
     for (auto b : backends)
       runners.push_back(std::make_unique<cpu::Conv2DRunner>(b));
-    double best[3][3];
+    double best[2][3];
     for (auto& row : best) std::fill(row, row + 3, 1e30);
     auto time_us = [](auto&& fn) {
       const auto start = std::chrono::steady_clock::now();
@@ -941,31 +985,34 @@ TEST(Conv2DRunnerTest, DISABLED_W3Timings) {
           .count();
     };
     for (int run = 0; run < 30; ++run) {
-      for (int b = 0; b < 3; ++b) {
+      for (int b = 0; b < 2; ++b) {
         cpu::Conv2DRunner& r = *runners[b];
         best[b][0] = std::min(best[b][0], time_us([&] {
                                 r.Forward(g, x.data<float>(), f.data<float>(),
-                                          y.data<float>(), pool);
+                                          y[b].data<float>(), pool);
                               }));
         best[b][1] =
             std::min(best[b][1], time_us([&] {
                        r.BackwardInput(g, f.data<float>(), dy.data<float>(),
-                                       dx.data<float>(), pool);
+                                       dx[b].data<float>(), pool);
                      }));
         best[b][2] =
             std::min(best[b][2], time_us([&] {
                        r.BackwardFilter(g, x.data<float>(), dy.data<float>(),
-                                        df.data<float>(), pool);
+                                        df[b].data<float>(), pool);
                      }));
       }
     }
-    for (int b = 0; b < 3; ++b) {
+    for (int b = 0; b < 2; ++b) {
       std::printf(
-          "%-19s %-22s forward %7.0f us  backprop-input %7.0f us  "
+          "%-19s %-14s forward %7.0f us  backprop-input %7.0f us  "
           "backprop-filter %7.0f us  (forward %.0f GFLOP/s)\n",
           layer.name, names[b], best[b][0], best[b][1], best[b][2],
           2 * g.MacCount() / best[b][0] / 1e3);
     }
+    ExpectTensorNear<float>(y[0], y[1], 1e-4);
+    ExpectTensorNear<float>(dx[0], dx[1], 1e-4);
+    ExpectTensorNear<float>(df[0], df[1], 1e-3);
   }
 }
 

@@ -116,8 +116,8 @@ Status ResolveSlice(const std::vector<int64_t>& begin,
   int d = 0;
   for (int i = 0; i < specs; ++i) {
     if (Bit(ellipsis, i)) {
-      const int stop = std::min(rank - (specs - i) + 1 + new_after_ellipsis,
-                                rank);
+      const int stop =
+          std::min(rank - (specs - i) + 1 + new_after_ellipsis, rank);
       for (; d < stop; ++d) {
         bmask[d] = emask[d] = 1;
         gather.push_back(d);
@@ -126,8 +126,8 @@ Status ResolveSlice(const std::vector<int64_t>& begin,
       gather.push_back(-1);
     } else {
       if (d == rank) {
-        return errors::InvalidArgument("Index out of range using input dim ",
-                                       d, "; input has only ", rank, " dims");
+        return errors::InvalidArgument("Index out of range using input dim ", d,
+                                       "; input has only ", rank, " dims");
       }
       out->begin[d] = begin[i];
       e[d] = end[i];
@@ -252,28 +252,26 @@ class StridedSliceGradKernel : public OpKernel {
                     ctx->input(1).shape().DebugString(), ", ",
                     ctx->input(2).shape().DebugString(), ", and ",
                     ctx->input(3).shape().DebugString()));
-    OP_REQUIRES(ctx, specs <= kMaxSliceSpecs,
-                errors::InvalidArgument("at most ", kMaxSliceSpecs,
-                                        " slice specs are supported, got ",
-                                        specs));
+    OP_REQUIRES(
+        ctx, specs <= kMaxSliceSpecs,
+        errors::InvalidArgument("at most ", kMaxSliceSpecs,
+                                " slice specs are supported, got ", specs));
     const std::vector<int64_t> dims = ReadInts(ctx->input(0));
     StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
     OP_REQUIRES(ctx, shape.ok(),
-                errors::InvalidArgument("shape [", absl::StrJoin(dims, ","),
-                                        "] is not a valid shape: ",
-                                        shape.status().message()));
-    DenseSlice slice;
-    OP_REQUIRES_OK(ctx, ResolveSlice(ReadInts(ctx->input(1)),
-                                     ReadInts(ctx->input(2)),
-                                     ReadInts(ctx->input(3)), dims, masks_,
-                                     &slice));
-    const Tensor& dy = ctx->input(4);
-    OP_REQUIRES(ctx,
-                dy.shape() == TensorShape(absl::MakeConstSpan(slice.final_dims)),
                 errors::InvalidArgument(
-                    "shape of dy was ", dy.shape().DebugString(),
-                    " instead of [", absl::StrJoin(slice.final_dims, ","),
-                    "]"));
+                    "shape [", absl::StrJoin(dims, ","),
+                    "] is not a valid shape: ", shape.status().message()));
+    DenseSlice slice;
+    OP_REQUIRES_OK(
+        ctx, ResolveSlice(ReadInts(ctx->input(1)), ReadInts(ctx->input(2)),
+                          ReadInts(ctx->input(3)), dims, masks_, &slice));
+    const Tensor& dy = ctx->input(4);
+    OP_REQUIRES(
+        ctx, dy.shape() == TensorShape(absl::MakeConstSpan(slice.final_dims)),
+        errors::InvalidArgument("shape of dy was ", dy.shape().DebugString(),
+                                " instead of [",
+                                absl::StrJoin(slice.final_dims, ","), "]"));
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     T* o = out->data<T>();
@@ -318,10 +316,10 @@ class StridedSliceGradKernel : public OpKernel {
 
   SliceMasks masks_;
 };
-#define REGISTER_STRIDED_SLICE_GRAD(T)                          \
-  REGISTER_KERNEL_BUILDER(Name("StridedSliceGrad")              \
-                              .Device(kDeviceCpu)               \
-                              .TypeConstraint<T>("T")           \
+#define REGISTER_STRIDED_SLICE_GRAD(T)                                        \
+  REGISTER_KERNEL_BUILDER(Name("StridedSliceGrad")                            \
+                              .Device(kDeviceCpu)                             \
+                              .TypeConstraint<T>("T")                         \
                               .TypeConstraint("Index", {DT_INT32, DT_INT64}), \
                           StridedSliceGradKernel<T>)
 REGISTER_STRIDED_SLICE_GRAD(float);
@@ -374,12 +372,12 @@ Status UnsortedSegmentSumShape(InferenceContext* c) {
   }
   std::vector<int64_t> prefix(data.dim_sizes().begin(),
                               data.dim_sizes().begin() + ids.dims());
-  Status s = ids.MergeWith(PartialTensorShape(absl::MakeConstSpan(prefix)))
-                 .status();
+  Status s =
+      ids.MergeWith(PartialTensorShape(absl::MakeConstSpan(prefix))).status();
   if (!s.ok()) {
-    return c->InvalidArgument("data.shape = ", data.DebugString(),
-                              " does not start with segment_ids.shape = ",
-                              ids.DebugString());
+    return c->InvalidArgument(
+        "data.shape = ", data.DebugString(),
+        " does not start with segment_ids.shape = ", ids.DebugString());
   }
   PartialTensorShape out({segments});
   for (int i = ids.dims(); i < data.dims(); ++i) out.AddDim(data.dim_size(i));
@@ -438,18 +436,18 @@ class UnsortedSegmentSumKernel : public OpKernel {
     for (int i = 0; prefix && i < ids.dims(); ++i) {
       prefix = ids.dim_size(i) == data.dim_size(i);
     }
-    OP_REQUIRES(ctx, prefix,
-                errors::InvalidArgument(
-                    "data.shape = ", data.shape().DebugString(),
-                    " does not start with segment_ids.shape = ",
-                    ids.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, prefix,
+        errors::InvalidArgument("data.shape = ", data.shape().DebugString(),
+                                " does not start with segment_ids.shape = ",
+                                ids.shape().DebugString()));
     const Index* id = ids.data<Index>();
     const int64_t rows = ids.NumElements();
     for (int64_t j = 0; j < rows; ++j) {
-      OP_REQUIRES(ctx, id[j] < segments,
-                  errors::InvalidArgument("segment_ids[", j, "] = ", id[j],
-                                          " is out of range [0, ", segments,
-                                          ")"));
+      OP_REQUIRES(
+          ctx, id[j] < segments,
+          errors::InvalidArgument("segment_ids[", j, "] = ", id[j],
+                                  " is out of range [0, ", segments, ")"));
     }
     TensorShape out_shape({segments});
     for (int i = ids.dims(); i < data.dims(); ++i) {
@@ -476,14 +474,14 @@ class UnsortedSegmentSumKernel : public OpKernel {
                        });
   }
 };
-#define REGISTER_SEGMENT_SUM(T, I)                                         \
-  REGISTER_KERNEL_BUILDER(Name("UnsortedSegmentSum")                       \
-                              .Device(kDeviceCpu)                          \
-                              .TypeConstraint<T>("T")                      \
-                              .TypeConstraint<I>("Tindices")               \
-                              .TypeConstraint("Tnumsegments",              \
-                                              {DT_INT32, DT_INT64}),       \
-                          UnsortedSegmentSumKernel<T, I>)
+#define REGISTER_SEGMENT_SUM(T, I)                               \
+  REGISTER_KERNEL_BUILDER(                                       \
+      Name("UnsortedSegmentSum")                                 \
+          .Device(kDeviceCpu)                                    \
+          .TypeConstraint<T>("T")                                \
+          .TypeConstraint<I>("Tindices")                         \
+          .TypeConstraint("Tnumsegments", {DT_INT32, DT_INT64}), \
+      UnsortedSegmentSumKernel<T, I>)
 #define REGISTER_SEGMENT_SUM_ALL(T) \
   REGISTER_SEGMENT_SUM(T, int32_t); \
   REGISTER_SEGMENT_SUM(T, int64_t)
@@ -505,15 +503,15 @@ Status UnsortedSegmentSumGrad(const Scope& scope, const Operation& op,
   // The mask has ids' shape; give it trailing 1s to broadcast over rows.
   const Output ones = grad::Fill(
       scope,
-      grad::Reshape(scope,
-                    grad::Sub(scope, grad::Rank(scope, gathered),
-                              grad::Rank(scope, ids)),
-                    grad::Int32s(scope, {1})),
+      grad::Reshape(
+          scope,
+          grad::Sub(scope, grad::Rank(scope, gathered), grad::Rank(scope, ids)),
+          grad::Int32s(scope, {1})),
       1);
   const Output mask_shape =
       grad::Concat(scope, {grad::Shape(scope, ids), ones}, 0);
-  const Output mask = grad::Reshape(
-      scope, grad::GreaterEqual(scope, ids, 0), mask_shape);
+  const Output mask =
+      grad::Reshape(scope, grad::GreaterEqual(scope, ids, 0), mask_shape);
   dx->push_back(grad::Where(scope, mask, gathered, 0));
   dx->push_back(NoGradient());
   dx->push_back(NoGradient());

@@ -11,8 +11,11 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runnel/api/client_session.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
@@ -73,7 +76,7 @@ Tensor Doubles(const std::vector<double>& v, const TensorShape& shape) {
 // placeholders of unknown shape (the gradients' dynamic-shape paths) and of
 // known shape (their static shortcuts).
 void CheckGrad(const BuildFn& build, const std::vector<Tensor>& x_values,
-               double tol = 1e-7) {
+               double tol = 1e-7, double delta = 0) {
   for (bool known_shapes : {false, true}) {
     SCOPED_TRACE(known_shapes ? "known shapes" : "unknown shapes");
     Scope root = Scope::NewRootScope();
@@ -87,39 +90,48 @@ void CheckGrad(const BuildFn& build, const std::vector<Tensor>& x_values,
     Outputs ys = build(root, xs);
     ASSERT_OK(root.status());
     GradientCheckResult result;
-    ASSERT_OK(CheckGradients(root, xs, x_values, ys, {}, &result));
+    GradientCheckOptions options;
+    options.delta = delta;
+    ASSERT_OK(CheckGradients(root, xs, x_values, ys, options, &result));
     EXPECT_LT(result.max_error, tol) << result.DebugString();
     EXPECT_GT(result.x_size * result.y_size, 0);
   }
 }
 
-// Unary op F applied to one input.
-template <typename F>
-void CheckUnary(const Tensor& x, double tol = 1e-7) {
-  CheckGrad([](const Scope& s, const Outputs& xs) -> Outputs {
-    return {F(s, xs[0])};
-  },
+using UnaryFn = std::function<Output(const Scope&, const Output&)>;
+using BinaryFn =
+    std::function<Output(const Scope&, const Output&, const Output&)>;
+
+#define UNARY(Op) \
+  [](const Scope& s, const Output& x) -> Output { return ops::Op(s, x); }
+#define BINARY(Op)                                                 \
+  [](const Scope& s, const Output& x, const Output& y) -> Output { \
+    return ops::Op(s, x, y);                                       \
+  }
+
+void CheckUnary(const UnaryFn& f, const Tensor& x, double tol = 1e-7) {
+  CheckGrad([&](const Scope& s,
+                const Outputs& xs) -> Outputs { return {f(s, xs[0])}; },
             {x}, tol);
 }
 
-// Binary op F over every broadcasting corner: equal shapes, scalar on
-// either side, a row and a column, and ranks that differ.
-template <typename F>
-void CheckBinary(double lo = -1, double hi = 1, bool mixed_signs = false,
-                 double tol = 1e-7) {
+// A binary op over every broadcasting corner: equal shapes, a scalar on
+// either side, a row, a row against a column, and ranks that differ.
+void CheckBinary(const BinaryFn& f, double lo = -1, double hi = 1,
+                 bool mixed_signs = false, double tol = 1e-7) {
   const std::vector<std::pair<TensorShape, TensorShape>> cases = {
-      {{2, 3}, {2, 3}}, {{2, 3}, {}},     {{}, {2, 3}},
-      {{2, 3}, {1, 3}}, {{2, 1}, {1, 3}}, {{3}, {2, 3}},
-      {{2, 1, 3}, {4, 1}}};
+      {{2, 3}, {2, 3}}, {{2, 3}, {}},  {{}, {2, 3}},       {{2, 3}, {1, 3}},
+      {{2, 1}, {1, 3}}, {{3}, {2, 3}}, {{2, 1, 3}, {4, 1}}};
   unsigned seed = 1;
   for (const auto& [a, b] : cases) {
     SCOPED_TRACE(a.DebugString() + " op " + b.DebugString());
-    CheckGrad([](const Scope& s, const Outputs& xs) -> Outputs {
-      return {F(s, xs[0], xs[1])};
-    },
-              {Values(a, lo, hi, seed, mixed_signs),
-               Values(b, lo, hi, seed + 7, mixed_signs)},
-              tol);
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {f(s, xs[0], xs[1])};
+        },
+        {Values(a, lo, hi, seed, mixed_signs),
+         Values(b, lo, hi, seed + 7, mixed_signs)},
+        tol);
     seed += 2;
   }
 }
@@ -132,14 +144,25 @@ Output Const32(const Scope& s, const std::vector<int32_t>& v,
   return ops::Const(s, Tensor::FromVector<int32_t>(v, shape));
 }
 
-// Runs `fetches` (no feeds).
-std::vector<Tensor> Run(const Scope& root, const Outputs& fetches,
-                        const ClientSession::FeedType& feeds = {}) {
+// Runs each of `fetches` in its own step (a session is free to run one
+// step per fetch; this also keeps the tests off any multi-fetch path).
+std::vector<Tensor> FetchEach(const ClientSession& session,
+                              const Outputs& fetches,
+                              const ClientSession::FeedType& feeds = {}) {
+  std::vector<Tensor> result;
+  for (const Output& f : fetches) {
+    std::vector<Tensor> out;
+    Status s = session.Run(feeds, {f}, &out);
+    EXPECT_TRUE(s.ok()) << s;
+    result.push_back(s.ok() ? out[0] : Tensor());
+  }
+  return result;
+}
+
+std::vector<Tensor> Eval(const Scope& root, const Outputs& fetches,
+                         const ClientSession::FeedType& feeds = {}) {
   ClientSession session(root);
-  std::vector<Tensor> out;
-  Status s = session.Run(feeds, fetches, &out);
-  EXPECT_TRUE(s.ok()) << s;
-  return out;
+  return FetchEach(session, fetches, feeds);
 }
 
 // ---------------------------------------------------------------------------
@@ -152,7 +175,7 @@ TEST(GradientsTest, SquareHasTwoX) {
   Outputs dx;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, &dx));
   ASSERT_EQ(dx.size(), 1u);
-  auto out = Run(root, dx, {{x, Doubles({1, -2, 3}, {3})}});
+  auto out = Eval(root, dx, {{x, Doubles({1, -2, 3}, {3})}});
   ExpectTensorNear<double>(out[0], Doubles({2, -4, 6}, {3}), 1e-12);
   EXPECT_THAT(dx[0].node()->name(), HasSubstr("gradients/"));
 }
@@ -166,7 +189,7 @@ TEST(GradientsTest, FanInIsSummedWithAddN) {
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, &dx));
   EXPECT_EQ(dx[0].node()->type_string(), "AddN");
   EXPECT_EQ(dx[0].node()->num_inputs(), 3);
-  auto out = Run(root, dx, {{x, Doubles({0.5, -3}, {2})}});
+  auto out = Eval(root, dx, {{x, Doubles({0.5, -3}, {2})}});
   ExpectTensorNear<double>(out[0], Doubles({2, -5}, {2}), 1e-12);
 }
 
@@ -180,7 +203,7 @@ TEST(GradientsTest, GradInputsWeightEachOutput) {
   auto g2 = ops::Const(root, {10.0, 100.0});
   Outputs dx;
   ASSERT_OK(AddSymbolicGradients(root, {y1, y2}, {x}, {g1, g2}, &dx));
-  auto out = Run(root, dx, {{x, Doubles({1, 2}, {2})}});
+  auto out = Eval(root, dx, {{x, Doubles({1, 2}, {2})}});
   ExpectTensorNear<double>(out[0], Doubles({3 + 20, 6 + 400}, {2}), 1e-12);
 }
 
@@ -192,7 +215,7 @@ TEST(GradientsTest, TotalDerivativeThroughAnotherInput) {
   auto y = ops::Mul(root, z, x);
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x, z}, &d));
-  auto out = Run(root, d, {{x, Doubles({3}, {1})}});
+  auto out = Eval(root, d, {{x, Doubles({3}, {1})}});
   ExpectTensorNear<double>(out[0], Doubles({12}, {1}), 1e-12);
   ExpectTensorNear<double>(out[1], Doubles({3}, {1}), 1e-12);
 }
@@ -202,7 +225,7 @@ TEST(GradientsTest, OutputThatIsAnInput) {
   auto x = ops::Placeholder(root, DT_DOUBLE);
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {x}, {x}, &d));
-  auto out = Run(root, d, {{x, Doubles({5, 6}, {2})}});
+  auto out = Eval(root, d, {{x, Doubles({5, 6}, {2})}});
   ExpectTensorNear<double>(out[0], Doubles({1, 1}, {2}), 0);
 }
 
@@ -213,8 +236,8 @@ TEST(GradientsTest, UnreachableInputGetsZeros) {
   auto y = ops::Square(root, x);
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x, w}, &d));
-  auto out = Run(root, d,
-                 {{x, Doubles({1}, {1})}, {w, Doubles({7, 8, 9}, {3})}});
+  auto out =
+      Eval(root, d, {{x, Doubles({1}, {1})}, {w, Doubles({7, 8, 9}, {3})}});
   ExpectTensorNear<double>(out[1], Doubles({0, 0, 0}, {3}), 0);
 }
 
@@ -239,7 +262,7 @@ TEST(GradientsTest, StopGradientBlocksItsPath) {
   auto y = ops::Mul(root, x, ops::StopGradient(root, x));
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, &d));
-  auto out = Run(root, d, {{x, Doubles({3, -1}, {2})}});
+  auto out = Eval(root, d, {{x, Doubles({3, -1}, {2})}});
   ExpectTensorNear<double>(out[0], Doubles({3, -1}, {2}), 0);
 }
 
@@ -250,7 +273,7 @@ TEST(GradientsTest, OnlyPathThroughNoGradientOpGivesZeros) {
   auto y = ops::Add(root, ops::Sign(root, x), ops::StopGradient(root, x));
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, &d));
-  auto out = Run(root, d, {{x, Doubles({3, -1}, {2})}});
+  auto out = Eval(root, d, {{x, Doubles({3, -1}, {2})}});
   ExpectTensorNear<double>(out[0], Doubles({0, 0}, {2}), 0);
 }
 
@@ -281,16 +304,16 @@ TEST(GradientsTest, MissingGradientOffThePathIsFine) {
   auto y = ops::Mul(root, x, op.output(0));
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, &d));
-  auto out = Run(root, d,
-                 {{x, Doubles({1, 2}, {2})}, {c, Doubles({5, 7}, {2})}});
+  auto out =
+      Eval(root, d, {{x, Doubles({1, 2}, {2})}, {c, Doubles({5, 7}, {2})}});
   ExpectTensorNear<double>(out[0], Doubles({5, 7}, {2}), 0);
 }
 
 TEST(GradientsTest, PreventGradientReportsItsMessage) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root, DT_DOUBLE);
-  auto p = ops::PreventGradient(root, x,
-                                ops::PreventGradient::Message("no way"));
+  auto p =
+      ops::PreventGradient(root, x, ops::PreventGradient::Message("no way"));
   auto y = ops::Square(root, p);
   Outputs d;
   Status s = AddSymbolicGradients(root, {y}, {x}, &d);
@@ -300,7 +323,7 @@ TEST(GradientsTest, PreventGradientReportsItsMessage) {
   // The forward pass is an identity.
   Scope root2 = Scope::NewRootScope();
   auto x2 = ops::Const(root2, {1.5, 2.5});
-  auto out = Run(root2, {ops::PreventGradient(root2, x2).output});
+  auto out = Eval(root2, {ops::PreventGradient(root2, x2).output});
   ExpectTensorNear<double>(out[0], Doubles({1.5, 2.5}, {2}), 0);
 }
 
@@ -312,9 +335,8 @@ TEST(GradientsTest, IntegerInputGetsZeros) {
   auto y = ops::Mul(root, x, ops::Cast(root, i, DT_DOUBLE));
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x, i}, &d));
-  auto out = Run(root, d,
-                 {{x, Doubles({2}, {1})},
-                  {i, Tensor::FromVector<int32_t>({3})}});
+  auto out = Eval(
+      root, d, {{x, Doubles({2}, {1})}, {i, Tensor::FromVector<int32_t>({3})}});
   ExpectTensorNear<double>(out[0], Doubles({3}, {1}), 0);
   ExpectTensorEqual<int32_t>(out[1], Tensor::FromVector<int32_t>({0}));
 }
@@ -358,7 +380,7 @@ TEST(GradientsTest, SecondOrder) {
   Outputs d1, d2;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, &d1));
   ASSERT_OK(AddSymbolicGradients(root, {d1[0]}, {x}, &d2));
-  auto out = Run(root, d2, {{x, Doubles({2}, {1})}});
+  auto out = Eval(root, d2, {{x, Doubles({2}, {1})}});
   ExpectTensorNear<double>(out[0], Doubles({12}, {1}), 1e-12);
 }
 
@@ -385,17 +407,17 @@ TEST(GradientsTest, GatherRecordsSparseGradient) {
   auto params = ops::Placeholder(root, DT_DOUBLE);
   auto ids = ops::Const(root, {2, 0, 2});
   auto rows = ops::GatherV2(root, params, ids, 0);
-  auto y = ops::Mul(root, rows, ops::Const(root, {{1.0, 2.0}, {3.0, 4.0},
-                                                  {5.0, 6.0}}));
+  auto y = ops::Mul(root, rows,
+                    ops::Const(root, {{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}));
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {y}, {params}, &d));
   SparseGradientInfo info;
   ASSERT_TRUE(GetSparseGradient(root, d[0], &info));
-  auto out = Run(root, {d[0], info.values, info.indices, info.dense_shape},
-                 {{params, Values({4, 2})}});
+  auto out = Eval(root, {d[0], info.values, info.indices, info.dense_shape},
+                  {{params, Values({4, 2})}});
   // Row 2 gets rows 0 and 2 of dy; row 0 gets row 1.
-  ExpectTensorNear<double>(
-      out[0], Doubles({3, 4, 0, 0, 6, 8, 0, 0}, {4, 2}), 0);
+  ExpectTensorNear<double>(out[0], Doubles({3, 4, 0, 0, 6, 8, 0, 0}, {4, 2}),
+                           0);
   ExpectTensorNear<double>(out[1], Doubles({1, 2, 3, 4, 5, 6}, {3, 2}), 0);
   ExpectTensorEqual<int32_t>(out[2], Tensor::FromVector<int32_t>({2, 0, 2}));
   ExpectTensorEqual<int64_t>(out[3], Tensor::FromVector<int64_t>({4, 2}));
@@ -411,23 +433,21 @@ TEST(GradientsTest, ResourceGatherIsSparseThroughTheHandle) {
   auto var = ops::VarHandleOp(root, DT_DOUBLE, {3, 2});
   auto init = ops::AssignVariableOp(
       root, var, ops::Const(root, {{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}}));
-  auto rows = ops::ResourceGather(root, var, ops::Const(root, {{1}, {1}}),
-                                  DT_DOUBLE);
+  auto rows =
+      ops::ResourceGather(root, var, ops::Const(root, {{1}, {1}}), DT_DOUBLE);
   auto loss = ops::Sum(root, ops::Square(root, rows), {0, 1, 2});
   // Also through ReadVariableOp: d/dv sum(v) = 1.
-  auto total = ops::Add(root, loss, ops::Sum(root, ops::ReadVariableOp(
-                                                       root, var, DT_DOUBLE),
-                                             {0, 1}));
+  auto total = ops::Add(
+      root, loss,
+      ops::Sum(root, ops::ReadVariableOp(root, var, DT_DOUBLE), {0, 1}));
   Outputs d;
-  ASSERT_OK(AddSymbolicGradients(root, {loss, total}, {var},
-                                 {Output(), ops::Const(root, 0.0)}, &d));
+  ASSERT_OK(AddSymbolicGradients(root, {loss}, {var}, &d));
   SparseGradientInfo info;
   ASSERT_TRUE(GetSparseGradient(root, d[0], &info));
   ClientSession session(root);
   std::vector<Tensor> out;
   ASSERT_OK(session.Run({}, {}, {init.operation}, &out));
-  ASSERT_OK(session.Run({d[0], info.values, info.indices, info.dense_shape},
-                        &out));
+  out = FetchEach(session, {d[0], info.values, info.indices, info.dense_shape});
   // Row 1 (3, 4) was read twice: 2 * 2 * (3, 4).
   ExpectTensorNear<double>(out[0], Doubles({0, 0, 12, 16, 0, 0}, {3, 2}), 0);
   ExpectTensorNear<double>(out[1], Doubles({6, 8, 6, 8}, {2, 2}), 0);
@@ -462,8 +482,8 @@ TEST(GradientsTest, UnreachableResourceGetsZerosOfItsValue) {
 // cond gradients, and MaxPoolGrad's (needs MaxPoolGradGrad).
 const std::set<std::string>& NotYetDifferentiable() {
   static const auto* ops = new std::set<std::string>{
-      "Switch",      "RefSwitch", "Merge",          "RefMerge",
-      "Enter",       "RefEnter",  "Exit",           "RefExit",
+      "Switch",        "RefSwitch",        "Merge",    "RefMerge",
+      "Enter",         "RefEnter",         "Exit",     "RefExit",
       "NextIteration", "RefNextIteration", "LoopCond", "MaxPoolGrad"};
   return *ops;
 }
@@ -498,8 +518,8 @@ const std::set<std::string>& CheckedOps() {
       // math
       "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorMod", "Maximum",
       "Minimum", "Pow", "SquaredDifference", "Neg", "Abs", "Square", "Sqrt",
-      "Rsqrt", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Reciprocal",
-      "Select", "SelectV2", "Cast", "AddN",
+      "Rsqrt", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Reciprocal", "Select",
+      "SelectV2", "Cast", "AddN",
       // reductions, matmul
       "Sum", "Mean", "Max", "Min", "Prod", "MatMul", "BatchMatMulV2",
       // nn
@@ -547,106 +567,706 @@ TEST(GradientRegistryTest, LookupAndErrors) {
 // ---------------------------------------------------------------------------
 // Math
 
-#define UNARY(Op)                                            \
-  [](const Scope& s, const Output& x) -> Output {            \
-    return ops::Op(s, x);                                    \
-  }
-#define BINARY(Op)                                                    \
-  [](const Scope& s, const Output& x, const Output& y) -> Output {    \
-    return ops::Op(s, x, y);                                          \
-  }
-
-template <auto F>
-struct Fn {
-  template <typename... A>
-  Output operator()(A&&... a) const {
-    return F(std::forward<A>(a)...);
-  }
-};
-
-Output AddF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Add(s, x, y);
+TEST(MathGradTest, Add) { CheckBinary(BINARY(Add)); }
+TEST(MathGradTest, AddV2) { CheckBinary(BINARY(AddV2)); }
+TEST(MathGradTest, Sub) { CheckBinary(BINARY(Sub)); }
+TEST(MathGradTest, Mul) { CheckBinary(BINARY(Mul)); }
+TEST(MathGradTest, Div) { CheckBinary(BINARY(Div), 0.5, 2, true, 1e-6); }
+TEST(MathGradTest, RealDiv) {
+  CheckBinary(BINARY(RealDiv), 0.5, 2, true, 1e-6);
 }
-Output AddV2F(const Scope& s, const Output& x, const Output& y) {
-  return ops::AddV2(s, x, y);
-}
-Output SubF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Sub(s, x, y);
-}
-Output MulF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Mul(s, x, y);
-}
-Output DivF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Div(s, x, y);
-}
-Output RealDivF(const Scope& s, const Output& x, const Output& y) {
-  return ops::RealDiv(s, x, y);
-}
-Output FloorModF(const Scope& s, const Output& x, const Output& y) {
-  return ops::FloorMod(s, x, y);
-}
-Output MaximumF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Maximum(s, x, y);
-}
-Output MinimumF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Minimum(s, x, y);
-}
-Output PowF(const Scope& s, const Output& x, const Output& y) {
-  return ops::Pow(s, x, y);
-}
-Output SquaredDifferenceF(const Scope& s, const Output& x, const Output& y) {
-  return ops::SquaredDifference(s, x, y);
-}
-
-TEST(MathGradTest, Add) { CheckBinary<Fn<AddF>>(); }
-TEST(MathGradTest, AddV2) { CheckBinary<Fn<AddV2F>>(); }
-TEST(MathGradTest, Sub) { CheckBinary<Fn<SubF>>(); }
-TEST(MathGradTest, Mul) { CheckBinary<Fn<MulF>>(); }
-TEST(MathGradTest, Div) { CheckBinary<Fn<DivF>>(0.5, 2, true, 1e-6); }
-TEST(MathGradTest, RealDiv) { CheckBinary<Fn<RealDivF>>(0.5, 2, true, 1e-6); }
 TEST(MathGradTest, FloorMod) {
   // Away from the jumps of floor(x / y).
-  CheckGrad([](const Scope& s, const Outputs& xs) -> Outputs {
-    return {ops::FloorMod(s, xs[0], xs[1])};
-  },
-            {Doubles({2.5, -2.5, 7.2, -0.3}, {4}),
-             Doubles({0.8, 0.7, -1.9, 2.0}, {4})});
-  CheckBinary<Fn<FloorModF>>(0.3, 0.45, false);  // x / y in (0.67, 1.5).
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::FloorMod(s, xs[0], xs[1])};
+      },
+      {Doubles({2.5, -2.5, 7.2, -0.3}, {4}),
+       Doubles({0.8, 0.7, -1.9, 2.0}, {4})});
+  CheckBinary(BINARY(FloorMod), 0.3, 0.45);  // x / y in (0.67, 1.5).
 }
-TEST(MathGradTest, Maximum) {
-  // Distinct values (no ties) in all broadcast cases.
-  CheckBinary<Fn<MaximumF>>(-1, 1, false);
-}
-TEST(MathGradTest, Minimum) { CheckBinary<Fn<MinimumF>>(-1, 1, false); }
+TEST(MathGradTest, Maximum) { CheckBinary(BINARY(Maximum)); }
+TEST(MathGradTest, Minimum) { CheckBinary(BINARY(Minimum)); }
 TEST(MathGradTest, MaximumTiesGoToX) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root, {1.0, 2.0});
   auto y = ops::Const(root, {1.0, 3.0});
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {ops::Maximum(root, x, y)}, {x, y}, &d));
-  auto out = Run(root, d);
+  auto out = Eval(root, d);
   ExpectTensorNear<double>(out[0], Doubles({1, 0}, {2}), 0);
   ExpectTensorNear<double>(out[1], Doubles({0, 1}, {2}), 0);
 }
 TEST(MathGradTest, Pow) {
-  CheckBinary<Fn<PowF>>(0.5, 1.5, false, 1e-6);
+  CheckBinary(BINARY(Pow), 0.5, 1.5, false, 1e-6);
   // Non-positive bases: dz/dy is taken as 0 there (TF's convention).
   Scope root = Scope::NewRootScope();
   auto x = ops::Const(root, {-2.0, 0.0});
   auto y = ops::Const(root, {2.0, 3.0});
   Outputs d;
   ASSERT_OK(AddSymbolicGradients(root, {ops::Pow(root, x, y)}, {x, y}, &d));
-  auto out = Run(root, d);
+  auto out = Eval(root, d);
   ExpectTensorNear<double>(out[0], Doubles({-4, 0}, {2}), 1e-12);
   ExpectTensorNear<double>(out[1], Doubles({0, 0}, {2}), 0);
 }
-TEST(MathGradTest, SquaredDifference) { CheckBinary<Fn<SquaredDifferenceF>>(); }
+TEST(MathGradTest, SquaredDifference) {
+  CheckBinary(BINARY(SquaredDifference));
+}
 
-TEST(MathGradTest, Unary) {
-  const Tensor any = Values({2, 3}, -2, 2, 3);
-  const Tensor away_from_0 = Values({2, 3}, 0.2, 2, 4, true);
-  const Tensor positive = Values({2, 3}, 0.2, 3, 5);
-  CheckUnary<decltype(UNARY(Neg))>(any);
+const TensorShape kShape23({2, 3});
+
+TEST(MathGradTest, Neg) { CheckUnary(UNARY(Neg), Values(kShape23, -2, 2)); }
+TEST(MathGradTest, Abs) {
+  CheckUnary(UNARY(Abs), Values(kShape23, 0.2, 2, 1, true));
+}
+TEST(MathGradTest, Square) {
+  CheckUnary(UNARY(Square), Values(kShape23, -2, 2));
+}
+TEST(MathGradTest, Sqrt) {
+  CheckUnary(UNARY(Sqrt), Values(kShape23, 0.3, 3), 1e-6);
+}
+TEST(MathGradTest, Rsqrt) {
+  CheckUnary(UNARY(Rsqrt), Values(kShape23, 0.3, 3), 1e-6);
+}
+TEST(MathGradTest, Exp) { CheckUnary(UNARY(Exp), Values(kShape23, -2, 2)); }
+TEST(MathGradTest, Log) {
+  CheckUnary(UNARY(Log), Values(kShape23, 0.3, 3), 1e-6);
+}
+TEST(MathGradTest, Log1p) {
+  CheckUnary(UNARY(Log1p), Values(kShape23, -0.5, 3), 1e-6);
+}
+TEST(MathGradTest, Tanh) { CheckUnary(UNARY(Tanh), Values(kShape23, -2, 2)); }
+TEST(MathGradTest, Sigmoid) {
+  CheckUnary(UNARY(Sigmoid), Values(kShape23, -3, 3));
+}
+TEST(MathGradTest, Reciprocal) {
+  CheckUnary(UNARY(Reciprocal), Values(kShape23, 0.4, 2, 1, true), 1e-6);
+}
+TEST(MathGradTest, PiecewiseConstantOpsGiveZeros) {
+  for (const char* op : {"Sign", "Floor", "Ceil", "Round"}) {
+    SCOPED_TRACE(op);
+    CheckUnary(
+        [op](const Scope& s, const Output& x) -> Output {
+          Operation o;
+          NodeBuilder b(s, op);
+          b.Input(x);
+          s.UpdateStatus(b.Finalize(&o));
+          return o.output(0);
+        },
+        Doubles({0.3, -1.2, 2.7, -0.6}, {4}));
+  }
+}
+TEST(MathGradTest, Select) {
+  // Element-wise, scalar and row-selecting conditions.
+  for (const Tensor& cond :
+       {Tensor::FromVector<bool>({true, false, false, true, true, false},
+                                 kShape23),
+        Tensor::FromVector<bool>({false}, {}),
+        Tensor::FromVector<bool>({false, true}, {2})}) {
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::Select(s, ops::Const(s, cond), xs[0], xs[1])};
+        },
+        {Values(kShape23, -1, 1, 1), Values(kShape23, -1, 1, 2)});
+  }
+}
+TEST(MathGradTest, SelectV2) {
+  // The condition, t and e all broadcast.
+  const Tensor cond = Tensor::FromVector<bool>({true, false, true}, {1, 3});
+  CheckGrad(
+      [&](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::SelectV2(s, ops::Const(s, cond), xs[0], xs[1])};
+      },
+      {Values({2, 1}, -1, 1, 1), Values({}, -1, 1, 2)});
+  CheckGrad(
+      [&](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::SelectV2(s, ops::Const(s, cond), xs[0], xs[1])};
+      },
+      {Values({2, 3}, -1, 1, 3), Values({3}, -1, 1, 4)});
+}
+TEST(MathGradTest, Cast) {
+  // double -> float -> double: the gradient is cast back.
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::Cast(s, ops::Mul(s, ops::Cast(s, xs[0], DT_FLOAT), 3.0f),
+                          DT_DOUBLE)};
+      },
+      {Values(kShape23)}, 1e-3, 1e-3);
+  // To an integer: no gradient (zeros).
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        auto i = ops::Cast(s, xs[0], DT_INT32);
+        return {ops::Add(s, xs[0], ops::Cast(s, i, DT_DOUBLE))};
+      },
+      {Doubles({1.3, 2.6, -0.2}, {3})});
+}
+TEST(MathGradTest, AddN) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::AddN(s, {xs[0], ops::Square(s, xs[1]), xs[0]})};
+      },
+      {Values(kShape23, -1, 1, 1), Values(kShape23, -1, 1, 2)});
+}
+
+// ---------------------------------------------------------------------------
+// Reductions
+
+// op(x, axes, keep_dims) for several axis sets of a [2, 3, 4] input.
+template <typename Op>
+void CheckReduction(const Tensor& x, double tol = 1e-7) {
+  const std::vector<std::vector<int32_t>> axes_cases = {{1}, {0, 2},    {-1},
+                                                        {},  {0, 1, 2}, {2, 0}};
+  for (const auto& axes : axes_cases) {
+    for (bool keep : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("axes [", absl::StrJoin(axes, ","),
+                                "] keep_dims ", keep));
+      CheckGrad(
+          [&](const Scope& s, const Outputs& xs) -> Outputs {
+            return {Op(s, xs[0],
+                       Const32(s, axes, {static_cast<int64_t>(axes.size())}),
+                       typename Op::Attrs().KeepDims(keep))};
+          },
+          {x}, tol);
+    }
+  }
+  // A scalar axis.
+  CheckGrad([&](const Scope& s,
+                const Outputs& xs) -> Outputs { return {Op(s, xs[0], 1)}; },
+            {x}, tol);
+}
+
+TEST(ReductionGradTest, Sum) { CheckReduction<ops::Sum>(Values({2, 3, 4})); }
+TEST(ReductionGradTest, Mean) { CheckReduction<ops::Mean>(Values({2, 3, 4})); }
+TEST(ReductionGradTest, Max) { CheckReduction<ops::Max>(Values({2, 3, 4})); }
+TEST(ReductionGradTest, Min) { CheckReduction<ops::Min>(Values({2, 3, 4})); }
+TEST(ReductionGradTest, MaxSharesTies) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Const(root, {{1.0, 3.0, 3.0}, {2.0, 2.0, 2.0}});
+  Outputs d;
+  ASSERT_OK(AddSymbolicGradients(root, {ops::Max(root, x, 1)}, {x}, &d));
+  auto out = Eval(root, d);
+  ExpectTensorNear<double>(
+      out[0], Doubles({0, 0.5, 0.5, 1 / 3.0, 1 / 3.0, 1 / 3.0}, {2, 3}), 1e-12);
+}
+TEST(ReductionGradTest, Prod) {
+  CheckReduction<ops::Prod>(Values({2, 3, 4}, 0.5, 1.5, 1, true));
+  // Zeros: none, one or two per group (rows; then columns).
+  const Tensor x = Doubles({1.5, 0, 2, 0, 0, 0.5, 3, 1, -2}, {3, 3});
+  for (int axis : {0, 1}) {
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::Prod(s, xs[0], axis)};
+        },
+        {x});
+  }
+}
+
+// ---------------------------------------------------------------------------
+// MatMul
+
+TEST(MatMulGradTest, AllTransposes) {
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("transpose_a ", ta, " transpose_b ", tb));
+      const TensorShape a = ta ? TensorShape({3, 2}) : TensorShape({2, 3});
+      const TensorShape b = tb ? TensorShape({4, 3}) : TensorShape({3, 4});
+      CheckGrad(
+          [&](const Scope& s, const Outputs& xs) -> Outputs {
+            return {ops::MatMul(s, xs[0], xs[1],
+                                ops::MatMul::TransposeA(ta).TransposeB(tb))};
+          },
+          {Values(a, -1, 1, 1), Values(b, -1, 1, 2)});
+    }
+  }
+}
+
+TEST(MatMulGradTest, BatchMatMulV2) {
+  struct Case {
+    TensorShape x, y;
+    bool adj_x, adj_y;
+  };
+  const std::vector<Case> cases = {
+      {{2, 2, 3}, {2, 3, 4}, false, false},
+      {{2, 3, 2}, {2, 3, 4}, true, false},
+      {{2, 2, 3}, {2, 4, 3}, false, true},
+      {{2, 3, 2}, {2, 4, 3}, true, true},
+      {{2, 1, 2, 3}, {3, 3, 4}, false, false},  // Broadcast batch dims.
+      {{2, 3}, {2, 3, 4}, false, false},        // A plain matrix.
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.x.DebugString() + " x " + c.y.DebugString());
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::BatchMatMulV2(
+              s, xs[0], xs[1],
+              ops::BatchMatMulV2::AdjX(c.adj_x).AdjY(c.adj_y))};
+        },
+        {Values(c.x, -1, 1, 1), Values(c.y, -1, 1, 2)});
+  }
+}
+
+// ---------------------------------------------------------------------------
+// NN
+
+TEST(NNGradTest, Relu) {
+  CheckUnary(UNARY(Relu), Values(kShape23, 0.1, 2, 1, true));
+}
+TEST(NNGradTest, Relu6) {
+  CheckUnary(UNARY(Relu6), Doubles({-1, 0.5, 3, 5.5, 6.5, 9}, kShape23));
+}
+TEST(NNGradTest, Elu) {
+  CheckUnary(UNARY(Elu), Values(kShape23, 0.1, 2, 1, true));
+}
+TEST(NNGradTest, Softplus) {
+  CheckUnary(UNARY(Softplus), Values(kShape23, -3, 3));
+}
+TEST(NNGradTest, Softmax) {
+  CheckUnary(UNARY(Softmax), Values({3, 4}, -2, 2));
+  CheckUnary(UNARY(Softmax), Values({2, 2, 3}, -2, 2));
+}
+TEST(NNGradTest, LogSoftmax) {
+  CheckUnary(UNARY(LogSoftmax), Values({3, 4}, -2, 2));
+}
+TEST(NNGradTest, BiasAdd) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::BiasAdd(s, xs[0], xs[1])};
+      },
+      {Values({2, 3, 4}, -1, 1, 1), Values({4}, -1, 1, 2)});
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {
+            ops::BiasAdd(s, xs[0], xs[1], ops::BiasAdd::DataFormat("NCHW"))};
+      },
+      {Values({2, 3, 2, 2}, -1, 1, 1), Values({3}, -1, 1, 2)});
+}
+TEST(NNGradTest, L2Loss) { CheckUnary(UNARY(L2Loss), Values({3, 2})); }
+
+// Rows that are probability distributions (the op's backprop output is the
+// loss's gradient only then, as in TF).
+Tensor Distributions(const TensorShape& shape, unsigned seed) {
+  Tensor t = Values(shape, 0.1, 1, seed);
+  const int64_t depth = shape.dim_size(1);
+  for (int64_t r = 0; r < shape.dim_size(0); ++r) {
+    double sum = 0;
+    for (int64_t c = 0; c < depth; ++c) sum += t.flat<double>()[r * depth + c];
+    for (int64_t c = 0; c < depth; ++c) t.flat<double>()[r * depth + c] /= sum;
+  }
+  return t;
+}
+
+TEST(NNGradTest, SoftmaxCrossEntropyWithLogits) {
+  // Through the loss, and through both outputs (second-order term).
+  for (bool both : {false, true}) {
+    SCOPED_TRACE(both ? "loss and backprop" : "loss");
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          auto x = ops::SoftmaxCrossEntropyWithLogits(s, xs[0], xs[1]);
+          if (both) return {x.loss, x.backprop};
+          return {x.loss};
+        },
+        {Values({3, 4}, -2, 2, 1), Distributions({3, 4}, 2)});
+  }
+  // Labels broadcast over the batch.
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::SoftmaxCrossEntropyWithLogits(s, xs[0], xs[1]).loss};
+      },
+      {Values({3, 4}, -2, 2, 1), Distributions({1, 4}, 2)});
+}
+
+TEST(NNGradTest, SparseSoftmaxCrossEntropyWithLogits) {
+  for (bool both : {false, true}) {
+    SCOPED_TRACE(both ? "loss and backprop" : "loss");
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          auto x = ops::SparseSoftmaxCrossEntropyWithLogits(
+              s, xs[0], ops::Const(s, {0, 3, 1}));
+          if (both) return {x.loss, x.backprop};
+          return {x.loss};
+        },
+        {Values({3, 4}, -2, 2, 1)});
+  }
+}
+
+// Gradient ops and their own (second-order) gradients.
+#define GRAD_OP(Op)                                                \
+  [](const Scope& s, const Output& a, const Output& b) -> Output { \
+    return ops::Op(s, a, b);                                       \
+  }
+void CheckGradOp(const BinaryFn& f, const Tensor& a, const Tensor& b) {
+  CheckGrad([&](const Scope& s,
+                const Outputs& xs) -> Outputs { return {f(s, xs[0], xs[1])}; },
+            {a, b});
+}
+
+TEST(NNGradOpsTest, ReluGrad) {
+  CheckGradOp(GRAD_OP(ReluGrad), Values(kShape23, -1, 1, 1),
+              Values(kShape23, 0.2, 2, 2, true));
+}
+TEST(NNGradOpsTest, Relu6Grad) {
+  CheckGradOp(GRAD_OP(Relu6Grad), Values(kShape23, -1, 1, 1),
+              Doubles({-1, 0.5, 3, 5.5, 6.5, 9}, kShape23));
+}
+TEST(NNGradOpsTest, EluGrad) {
+  CheckGradOp(GRAD_OP(EluGrad), Values(kShape23, -1, 1, 1),
+              Doubles({-0.9, -0.5, -0.1, 0.3, 1, 2}, kShape23));
+}
+TEST(NNGradOpsTest, SoftplusGrad) {
+  CheckGradOp(GRAD_OP(SoftplusGrad), Values(kShape23, -1, 1, 1),
+              Values(kShape23, -3, 3, 2));
+}
+TEST(NNGradOpsTest, TanhGrad) {
+  CheckGradOp(GRAD_OP(TanhGrad), Values(kShape23, -0.9, 0.9, 1),
+              Values(kShape23, -1, 1, 2));
+}
+TEST(NNGradOpsTest, SigmoidGrad) {
+  CheckGradOp(GRAD_OP(SigmoidGrad), Values(kShape23, 0.1, 0.9, 1),
+              Values(kShape23, -1, 1, 2));
+}
+TEST(NNGradOpsTest, BiasAddGrad) {
+  CheckUnary(UNARY(BiasAddGrad), Values({2, 3, 4}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::BiasAddGrad(s, x, ops::BiasAddGrad::DataFormat("NCHW"));
+      },
+      Values({2, 3, 2, 2}));
+}
+
+// ---------------------------------------------------------------------------
+// Array ops
+
+TEST(ArrayGradTest, Identity) { CheckUnary(UNARY(Identity), Values(kShape23)); }
+TEST(ArrayGradTest, IdentityN) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        auto n = ops::IdentityN(s, {xs[0], xs[1]});
+        return {ops::Mul(s, n.output[0], n.output[1])};
+      },
+      {Values(kShape23, -1, 1, 1), Values(kShape23, -1, 1, 2)});
+}
+TEST(ArrayGradTest, PlaceholderWithDefault) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::PlaceholderWithDefault(s, x, PartialTensorShape());
+      },
+      Values(kShape23));
+}
+TEST(ArrayGradTest, Reshape) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Square(s, ops::Reshape(s, x, {3, -1}));
+      },
+      Values(kShape23));
+}
+TEST(ArrayGradTest, ExpandDims) {
+  for (int axis : {0, 1, -1}) {
+    CheckUnary(
+        [axis](const Scope& s, const Output& x) -> Output {
+          return ops::Square(s, ops::ExpandDims(s, x, axis));
+        },
+        Values(kShape23));
+  }
+}
+TEST(ArrayGradTest, Squeeze) {
+  CheckUnary(UNARY(Squeeze), Values({2, 1, 3, 1}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Squeeze(s, x, ops::Squeeze::SqueezeDims({-1}));
+      },
+      Values({2, 1, 3, 1}));
+}
+TEST(ArrayGradTest, Fill) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Fill(s, {2, 3}, x);
+      },
+      Values({}));
+}
+TEST(ArrayGradTest, Pack) {
+  for (int axis : {0, 1, -1}) {
+    CheckGrad(
+        [axis](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::Pack(s, {xs[0], xs[1], xs[0]}, ops::Pack::Axis(axis))};
+        },
+        {Values(kShape23, -1, 1, 1), Values(kShape23, -1, 1, 2)});
+  }
+}
+TEST(ArrayGradTest, Unpack) {
+  for (int axis : {0, 1}) {
+    CheckUnary(
+        [axis](const Scope& s, const Output& x) -> Output {
+          auto u =
+              ops::Unpack(s, x, axis == 0 ? 3 : 2, ops::Unpack::Axis(axis));
+          return ops::Add(s, u.output[0], ops::Square(s, u.output[1]));
+        },
+        Values({3, 2}));
+  }
+  // Only one output used: the others get zeros.
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Unpack(s, x, 3).output[1];
+      },
+      Values({3, 2}));
+}
+TEST(ArrayGradTest, ConcatV2) {
+  for (int axis : {0, 1, -1}) {
+    SCOPED_TRACE(axis);
+    const TensorShape b = axis == 0 ? TensorShape({1, 3}) : TensorShape({2, 1});
+    CheckGrad(
+        [axis](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::ConcatV2(s, {xs[0], xs[1], xs[0]}, axis)};
+        },
+        {Values(kShape23, -1, 1, 1), Values(b, -1, 1, 2)});
+  }
+  // An axis not known at construction (int64).
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        auto axis = ops::Cast(s, ops::Const(s, int64_t{1}), DT_INT64);
+        return {ops::ConcatV2(s, {xs[0], xs[1]}, axis)};
+      },
+      {Values(kShape23, -1, 1, 1), Values({2, 2}, -1, 1, 2)});
+}
+TEST(ArrayGradTest, Split) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        auto parts = ops::Split(s, 1, x, 3);
+        return ops::AddN(s, {parts[0], ops::Square(s, parts[1]),
+                             ops::Mul(s, parts[2], 3.0)});
+      },
+      Values({2, 6}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Split(s, 0, x, 2)[1];  // The other part gets zeros.
+      },
+      Values({4, 3}));
+}
+TEST(ArrayGradTest, SplitV) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        auto parts = ops::SplitV(s, x, {1, -1, 2}, 1, 3);
+        return ops::ConcatV2(s, {ops::Square(s, parts[2]), parts[0]}, 1);
+      },
+      Values({2, 6}));
+}
+
+// ---------------------------------------------------------------------------
+// Slicing and gathering
+
+TEST(SlicingGradTest, Slice) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Slice(s, x, {1, 1}, {2, -1});
+      },
+      Values({3, 4}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Slice(s, x, Const64(s, {0, 2}), Const64(s, {3, 1}));
+      },
+      Values({3, 4}));
+}
+TEST(SlicingGradTest, StridedSlice) {
+  struct Case {
+    std::vector<int32_t> begin, end, strides;
+    int64_t begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask;
+  };
+  const std::vector<Case> cases = {
+      {{1, 0}, {3, 4}, {1, 2}, 0, 0, 0, 0, 0},    // x[1:3, ::2]
+      {{0, 0}, {0, 0}, {-1, -1}, 3, 3, 0, 0, 0},  // x[::-1, ::-1]
+      {{1}, {2}, {1}, 0, 0, 0, 0, 1},             // x[1]
+      {{0, 1}, {0, 3}, {1, 1}, 0, 0, 1, 0, 0},    // x[..., 1:3]
+      {{0, 0}, {0, 0}, {1, 1}, 1, 1, 0, 2, 0},    // x[:, newaxis]
+      {{-1, 3}, {0, 0}, {1, -2}, 0, 3, 0, 0, 1},  // x[-1, 3::-2]
+  };
+  for (const Case& c : cases) {
+    const int64_t n = c.begin.size();
+    CheckUnary(
+        [&](const Scope& s, const Output& x) -> Output {
+          return ops::StridedSlice(s, x, Const32(s, c.begin, {n}),
+                                   Const32(s, c.end, {n}),
+                                   Const32(s, c.strides, {n}),
+                                   ops::StridedSlice::BeginMask(c.begin_mask)
+                                       .EndMask(c.end_mask)
+                                       .EllipsisMask(c.ellipsis_mask)
+                                       .NewAxisMask(c.new_axis_mask)
+                                       .ShrinkAxisMask(c.shrink_mask));
+        },
+        Values({3, 4}));
+  }
+}
+TEST(SlicingGradTest, StridedSliceGrad) {
+  CheckUnary(
+      [](const Scope& s, const Output& dy) -> Output {
+        return ops::StridedSliceGrad(s, {3, 4}, {1, 0}, {3, 4}, {1, 2}, dy);
+      },
+      Values({2, 2}));
+}
+TEST(SlicingGradTest, Transpose) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Transpose(s, x, {2, 0, 1});
+      },
+      Values({2, 3, 4}));
+  // A permutation not known at construction.
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        auto perm = ops::Cast(s, ops::Const(s, {1.0, 2.0, 0.0}), DT_INT32);
+        return ops::Transpose(s, x, perm);
+      },
+      Values({2, 3, 4}));
+}
+TEST(SlicingGradTest, Tile) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Tile(s, x, {2, 3});
+      },
+      Values(kShape23));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Tile(s, x, Const64(s, {1, 2, 1}));
+      },
+      Values({2, 1, 3}));
+}
+TEST(SlicingGradTest, GatherV2) {
+  // Axis 0 (the sparse path) with 2-D indices and repeats; other axes.
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::GatherV2(s, x, ops::Const(s, {{2, 0}, {2, 2}}), 0);
+      },
+      Values({3, 4}));
+  for (int axis : {1, -1, 2}) {
+    SCOPED_TRACE(axis);
+    CheckUnary(
+        [axis](const Scope& s, const Output& x) -> Output {
+          return ops::GatherV2(s, x, Const64(s, {1, 0, 1}), axis);
+        },
+        Values({2, 3, 2}));
+  }
+  // An axis not known at construction.
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        auto axis = ops::Cast(s, ops::Const(s, 1.0), DT_INT32);
+        return ops::GatherV2(s, x, ops::Const(s, {2, 2, 0}), axis);
+      },
+      Values({2, 3, 2}));
+}
+TEST(SlicingGradTest, DynamicStitch) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::DynamicStitch(
+            s, {ops::Const(s, {0, 2}), ops::Const(s, {1})}, {xs[0], xs[1]})};
+      },
+      {Values({2, 3}, -1, 1, 1), Values({1, 3}, -1, 1, 2)});
+}
+TEST(SlicingGradTest, UnsortedSegmentSum) {
+  // A negative id drops its row; segment 2 is empty.
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::UnsortedSegmentSum(s, x, ops::Const(s, {1, -1, 0, 1}), 4);
+      },
+      Values({4, 3}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::UnsortedSegmentSum(s, x, ops::Const(s, {{0, 1}, {1, 1}}),
+                                       ops::Const(s, int64_t{2}));
+      },
+      Values({2, 2, 3}));
+}
+
+// ---------------------------------------------------------------------------
+// Convolutions and pooling (NHWC)
+
+const std::vector<int64_t> kOnes = {1, 1, 1, 1};
+
+TEST(ConvGradTest, Conv2D) {
+  for (const char* padding : {"SAME", "VALID"}) {
+    for (int64_t stride : {1, 2}) {
+      SCOPED_TRACE(absl::StrCat(padding, " stride ", stride));
+      CheckGrad(
+          [&](const Scope& s, const Outputs& xs) -> Outputs {
+            return {
+                ops::Conv2D(s, xs[0], xs[1], {1, stride, stride, 1}, padding)};
+          },
+          {Values({1, 5, 5, 2}, -1, 1, 1), Values({3, 3, 2, 3}, -1, 1, 2)},
+          1e-6);
+    }
+  }
+}
+TEST(ConvGradTest, Conv2DBackpropInput) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::Conv2DBackpropInput(s, {1, 4, 4, 2}, xs[0], xs[1], kOnes,
+                                         "SAME")};
+      },
+      {Values({2, 2, 2, 3}, -1, 1, 1), Values({1, 4, 4, 3}, -1, 1, 2)}, 1e-6);
+}
+TEST(ConvGradTest, Conv2DBackpropFilter) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::Conv2DBackpropFilter(s, xs[0], {2, 2, 2, 3}, xs[1], kOnes,
+                                          "VALID")};
+      },
+      {Values({1, 4, 4, 2}, -1, 1, 1), Values({1, 3, 3, 3}, -1, 1, 2)}, 1e-6);
+}
+TEST(ConvGradTest, DepthwiseConv2dNative) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::DepthwiseConv2dNative(s, xs[0], xs[1], kOnes, "SAME")};
+      },
+      {Values({1, 4, 4, 2}, -1, 1, 1), Values({2, 2, 2, 2}, -1, 1, 2)}, 1e-6);
+}
+TEST(ConvGradTest, DepthwiseConv2dNativeBackpropInput) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::DepthwiseConv2dNativeBackpropInput(s, {1, 4, 4, 2}, xs[0],
+                                                        xs[1], kOnes, "VALID")};
+      },
+      {Values({2, 2, 2, 2}, -1, 1, 1), Values({1, 3, 3, 4}, -1, 1, 2)}, 1e-6);
+}
+TEST(ConvGradTest, DepthwiseConv2dNativeBackpropFilter) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::DepthwiseConv2dNativeBackpropFilter(
+            s, xs[0], {2, 2, 2, 2}, xs[1], kOnes, "VALID")};
+      },
+      {Values({1, 4, 4, 2}, -1, 1, 1), Values({1, 3, 3, 4}, -1, 1, 2)}, 1e-6);
+}
+
+TEST(PoolingGradTest, MaxPool) {
+  // Distinct values, so each window's maximum is unique.
+  Tensor x = Values({1, 4, 4, 2}, -1, 1, 3);
+  for (const auto& c : std::vector<std::tuple<int64_t, int64_t, std::string>>{
+           {2, 2, "VALID"}, {3, 1, "SAME"}}) {
+    const int64_t k = std::get<0>(c), stride = std::get<1>(c);
+    const std::string padding = std::get<2>(c);
+    CheckUnary(
+        [&](const Scope& s, const Output& v) -> Output {
+          return ops::MaxPool(s, v, {1, k, k, 1}, {1, stride, stride, 1},
+                              padding);
+        },
+        x);
+  }
+}
+TEST(PoolingGradTest, AvgPool) {
+  for (const auto& c : std::vector<std::tuple<int64_t, int64_t, std::string>>{
+           {2, 2, "VALID"}, {3, 1, "SAME"}}) {
+    const int64_t k = std::get<0>(c), stride = std::get<1>(c);
+    const std::string padding = std::get<2>(c);
+    CheckUnary(
+        [&](const Scope& s, const Output& v) -> Output {
+          return ops::AvgPool(s, v, {1, k, k, 1}, {1, stride, stride, 1},
+                              padding);
+        },
+        Values({1, 4, 4, 2}));
+  }
+}
+TEST(PoolingGradTest, AvgPoolGrad) {
+  CheckUnary(
+      [](const Scope& s, const Output& g) -> Output {
+        return ops::AvgPoolGrad(s, {1, 4, 4, 2}, g, {1, 2, 2, 1}, {1, 2, 2, 1},
+                                "VALID");
+      },
+      Values({1, 2, 2, 2}));
 }
 
 }  // namespace

@@ -100,8 +100,7 @@ REGISTER_GRADIENT("Minimum", MinimumGrad);
 Status PowGrad(const Scope& s, const Operation& op, const Outputs& dz,
                Outputs* dx) {
   const Output x = op.input(0), y = op.input(1), z = op.output(0);
-  const Output gx =
-      Mul(s, dz[0], Mul(s, y, grad::Pow(s, x, Sub(s, y, 1))));
+  const Output gx = Mul(s, dz[0], Mul(s, y, grad::Pow(s, x, Sub(s, y, 1))));
   const Output positive = grad::Greater(s, x, 0);
   const Output safe_x = grad::Where(s, positive, x, 1);
   const Output log_x = grad::Where(s, positive, grad::Log(s, safe_x), 0);

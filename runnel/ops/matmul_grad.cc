@@ -41,9 +41,9 @@ REGISTER_GRADIENT("MatMul", MatMulGrad);
 
 Output BatchMatMul(const Scope& s, const Output& x, const Output& y, bool adj_x,
                    bool adj_y) {
-  return grad::MakeOp(s, "BatchMatMulV2", {x, y},
-                      {{"adj_x", MakeAttrValue(adj_x)},
-                       {"adj_y", MakeAttrValue(adj_y)}});
+  return grad::MakeOp(
+      s, "BatchMatMulV2", {x, y},
+      {{"adj_x", MakeAttrValue(adj_x)}, {"adj_y", MakeAttrValue(adj_y)}});
 }
 
 // The batch dimensions of x's shape (all but the last two).
@@ -56,8 +56,8 @@ Output BatchShape(const Scope& s, const Output& x) {
 // Like MatMul per batch element; the batch dimensions broadcast, so each
 // gradient is summed over the batch dimensions its input was broadcast
 // along, then reshaped to the input's shape.
-Status BatchMatMulV2Grad(const Scope& s, const Operation& op,
-                         const Outputs& dz, Outputs* dx) {
+Status BatchMatMulV2Grad(const Scope& s, const Operation& op, const Outputs& dz,
+                         Outputs* dx) {
   const bool ax = BoolAttr(op, "adj_x"), ay = BoolAttr(op, "adj_y");
   const Output x = op.input(0), y = op.input(1), g = dz[0];
   Output gx, gy;
@@ -86,13 +86,13 @@ Status BatchMatMulV2Grad(const Scope& s, const Operation& op,
       return s.status();
     }
   }
-  const Operation r = grad::MakeOperation(
-      s, "BroadcastGradientArgs", {BatchShape(s, x), BatchShape(s, y)});
+  const Operation r = grad::MakeOperation(s, "BroadcastGradientArgs",
+                                          {BatchShape(s, x), BatchShape(s, y)});
   if (r.node() == nullptr) return s.status();
-  dx->push_back(grad::Reshape(s, grad::Sum(s, gx, r.output(0)),
-                              grad::Shape(s, x)));
-  dx->push_back(grad::Reshape(s, grad::Sum(s, gy, r.output(1)),
-                              grad::Shape(s, y)));
+  dx->push_back(
+      grad::Reshape(s, grad::Sum(s, gx, r.output(0)), grad::Shape(s, x)));
+  dx->push_back(
+      grad::Reshape(s, grad::Sum(s, gy, r.output(1)), grad::Shape(s, y)));
   return s.status();
 }
 REGISTER_GRADIENT("BatchMatMulV2", BatchMatMulV2Grad);

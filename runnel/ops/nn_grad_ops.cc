@@ -47,19 +47,18 @@ class BinaryGradKernel : public OpKernel {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
     OP_REQUIRES(ctx, a.shape() == b.shape(),
-                errors::InvalidArgument(
-                    "inputs must have the same shape: ",
-                    a.shape().DebugString(), " vs. ", b.shape().DebugString()));
+                errors::InvalidArgument("inputs must have the same shape: ",
+                                        a.shape().DebugString(), " vs. ",
+                                        b.shape().DebugString()));
     Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0, 1}, 0,
-                                                              a.shape(), &out));
+    OP_REQUIRES_OK(
+        ctx, ctx->forward_input_or_allocate_output({0, 1}, 0, a.shape(), &out));
     const T* ap = a.data<T>();
     const T* bp = b.data<T>();
     T* op = out->data<T>();
-    cpu::ParallelRange(ctx->intra_op_threadpool(), a.NumElements(), kCostNs,
-                       [&](int64_t s, int64_t e) {
-                         Block()(ap + s, bp + s, op + s, e - s);
-                       });
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), a.NumElements(), kCostNs,
+        [&](int64_t s, int64_t e) { Block()(ap + s, bp + s, op + s, e - s); });
   }
 };
 
@@ -71,16 +70,17 @@ class BinaryGradKernel : public OpKernel {
       .Attr("T: {float, double}")                     \
       .SetShapeFn(MergeBothInputsShape)               \
       .Doc(DOC)
-#define REGISTER_BINARY_GRAD_KERNELS(NAME, BLOCK, COST)                  \
-  REGISTER_KERNEL_BUILDER(                                               \
-      Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),          \
-      BinaryGradKernel<float, BLOCK<float>, COST>);                      \
-  REGISTER_KERNEL_BUILDER(                                               \
-      Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("T"),         \
+#define REGISTER_BINARY_GRAD_KERNELS(NAME, BLOCK, COST)          \
+  REGISTER_KERNEL_BUILDER(                                       \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<float>("T"),  \
+      BinaryGradKernel<float, BLOCK<float>, COST>);              \
+  REGISTER_KERNEL_BUILDER(                                       \
+      Name(NAME).Device(kDeviceCpu).TypeConstraint<double>("T"), \
       BinaryGradKernel<double, BLOCK<double>, COST>)
 
-REGISTER_BINARY_GRAD_OP("ReluGrad", "gradients", "features", "backprops",
-                        R"doc(Computes rectified linear gradients for a Relu operation.
+REGISTER_BINARY_GRAD_OP(
+    "ReluGrad", "gradients", "features", "backprops",
+    R"doc(Computes rectified linear gradients for a Relu operation.
 
 backprops = gradients * (features > 0). `features` may be the Relu's input
 or its output.)doc");
@@ -92,8 +92,9 @@ struct ReluGradBlock {
 };
 REGISTER_BINARY_GRAD_KERNELS("ReluGrad", ReluGradBlock, 1);
 
-REGISTER_BINARY_GRAD_OP("Relu6Grad", "gradients", "features", "backprops",
-                        R"doc(Computes rectified linear 6 gradients for a Relu6 operation.
+REGISTER_BINARY_GRAD_OP(
+    "Relu6Grad", "gradients", "features", "backprops",
+    R"doc(Computes rectified linear 6 gradients for a Relu6 operation.
 
 backprops = gradients * (features > 0) * (features < 6). `features` may be
 the Relu6's input or its output.)doc");
@@ -107,8 +108,9 @@ struct Relu6GradBlock {
 };
 REGISTER_BINARY_GRAD_KERNELS("Relu6Grad", Relu6GradBlock, 1);
 
-REGISTER_BINARY_GRAD_OP("EluGrad", "gradients", "outputs", "backprops",
-                        R"doc(Computes gradients for the exponential linear (Elu) operation.
+REGISTER_BINARY_GRAD_OP(
+    "EluGrad", "gradients", "outputs", "backprops",
+    R"doc(Computes gradients for the exponential linear (Elu) operation.
 
 backprops = gradients * (outputs + 1) where outputs < 0, gradients
 elsewhere; `outputs` are the Elu's outputs.)doc");
@@ -122,8 +124,9 @@ struct EluGradBlock {
 };
 REGISTER_BINARY_GRAD_KERNELS("EluGrad", EluGradBlock, 1);
 
-REGISTER_BINARY_GRAD_OP("SoftplusGrad", "gradients", "features", "backprops",
-                        R"doc(Computes softplus gradients for a softplus operation.
+REGISTER_BINARY_GRAD_OP(
+    "SoftplusGrad", "gradients", "features", "backprops",
+    R"doc(Computes softplus gradients for a softplus operation.
 
 backprops = gradients / (1 + exp(-features)); `features` are the Softplus's
 inputs.)doc");
@@ -149,8 +152,9 @@ struct TanhGradBlock {
 };
 REGISTER_BINARY_GRAD_KERNELS("TanhGrad", TanhGradBlock, 1);
 
-REGISTER_BINARY_GRAD_OP("SigmoidGrad", "y", "dy", "z",
-                        R"doc(Computes the gradient of the sigmoid from its output.
+REGISTER_BINARY_GRAD_OP(
+    "SigmoidGrad", "y", "dy", "z",
+    R"doc(Computes the gradient of the sigmoid from its output.
 
 z = dy * y * (1 - y), where y = sigmoid(x).)doc");
 template <typename T>
@@ -186,8 +190,8 @@ REGISTER_GRADIENT("Relu6Grad", Relu6GradGrad);
 Status TanhGradGrad(const Scope& scope, const Operation& op,
                     const std::vector<Output>& g, std::vector<Output>* dx) {
   const Output y = op.input(0), dy = op.input(1);
-  dx->push_back(grad::Mul(scope, grad::Mul(scope, g[0], -2),
-                          grad::Mul(scope, y, dy)));
+  dx->push_back(
+      grad::Mul(scope, grad::Mul(scope, g[0], -2), grad::Mul(scope, y, dy)));
   dx->push_back(grad::MakeOp(scope, "TanhGrad", {y, g[0]}));
   return scope.status();
 }
@@ -224,8 +228,8 @@ Status SoftplusGradGrad(const Scope& scope, const Operation& op,
   const Output g = op.input(0), f = op.input(1);
   const Output s = grad::MakeOp(scope, "Sigmoid", {f});
   dx->push_back(grad::Mul(scope, gg[0], s));
-  dx->push_back(grad::MakeOp(scope, "SigmoidGrad",
-                             {s, grad::Mul(scope, gg[0], g)}));
+  dx->push_back(
+      grad::MakeOp(scope, "SigmoidGrad", {s, grad::Mul(scope, gg[0], g)}));
   return scope.status();
 }
 REGISTER_GRADIENT("SoftplusGrad", SoftplusGradGrad);
@@ -252,7 +256,8 @@ Status BiasAddGradShape(InferenceContext* c) {
                               MinBiasRank(format), "D for ", format, ": ",
                               in.DebugString());
   }
-  c->set_output(0, PartialTensorShape({in.dim_size(ChannelDim(format, in.dims()))}));
+  c->set_output(
+      0, PartialTensorShape({in.dim_size(ChannelDim(format, in.dims()))}));
   return absl::OkStatus();
 }
 
@@ -279,9 +284,8 @@ class BiasAddGradKernel : public OpKernel {
     const Tensor& g = ctx->input(0);
     OP_REQUIRES(ctx, g.dims() >= MinBiasRank(format_),
                 errors::InvalidArgument("Input tensor must be at least ",
-                                        MinBiasRank(format_), "D for ",
-                                        format_, ": ",
-                                        g.shape().DebugString()));
+                                        MinBiasRank(format_), "D for ", format_,
+                                        ": ", g.shape().DebugString()));
     const int ch = ChannelDim(format_, g.dims());
     const int64_t channels = g.dim_size(ch);
     int64_t outer = 1, inner = 1;
@@ -295,23 +299,24 @@ class BiasAddGradKernel : public OpKernel {
     const T* in = g.data<T>();
     // Each shard sums its channels over all rows, reading the input in
     // row order per channel block.
-    cpu::ParallelRange(
-        ctx->intra_op_threadpool(), channels, outer * inner,
-        [&](int64_t cb, int64_t ce) {
-          for (int64_t r = 0; r < outer; ++r) {
-            const T* row = in + r * channels * inner;
-            if (inner == 1) {  // NHWC: channels are contiguous.
-              for (int64_t c = cb; c < ce; ++c) o[c] = Wrap(o[c], row[c]);
-              continue;
-            }
-            for (int64_t c = cb; c < ce; ++c) {
-              T acc = o[c];
-              const T* p = row + c * inner;
-              for (int64_t k = 0; k < inner; ++k) acc = Wrap(acc, p[k]);
-              o[c] = acc;
-            }
-          }
-        });
+    cpu::ParallelRange(ctx->intra_op_threadpool(), channels, outer * inner,
+                       [&](int64_t cb, int64_t ce) {
+                         for (int64_t r = 0; r < outer; ++r) {
+                           const T* row = in + r * channels * inner;
+                           if (inner == 1) {  // NHWC: channels are contiguous.
+                             for (int64_t c = cb; c < ce; ++c)
+                               o[c] = Wrap(o[c], row[c]);
+                             continue;
+                           }
+                           for (int64_t c = cb; c < ce; ++c) {
+                             T acc = o[c];
+                             const T* p = row + c * inner;
+                             for (int64_t k = 0; k < inner; ++k)
+                               acc = Wrap(acc, p[k]);
+                             o[c] = acc;
+                           }
+                         }
+                       });
   }
 
  private:
@@ -379,15 +384,14 @@ class L2LossKernel : public OpKernel {
     constexpr int64_t kBlock = 4096;
     const int64_t blocks = (n + kBlock - 1) / kBlock;
     std::vector<T> partial(blocks, T(0));
-    cpu::ParallelRange(ctx->intra_op_threadpool(), blocks, kBlock,
-                       [&](int64_t b, int64_t e) {
-                         for (int64_t k = b; k < e; ++k) {
-                           const int64_t s = k * kBlock;
-                           const int64_t m = std::min(kBlock, n - s);
-                           partial[k] =
-                               ConstEigenVec<T>(x + s, m).square().sum();
-                         }
-                       });
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), blocks, kBlock, [&](int64_t b, int64_t e) {
+          for (int64_t k = b; k < e; ++k) {
+            const int64_t s = k * kBlock;
+            const int64_t m = std::min(kBlock, n - s);
+            partial[k] = ConstEigenVec<T>(x + s, m).square().sum();
+          }
+        });
     T sum = T(0);
     for (T p : partial) sum += p;
     out->scalar<T>() = sum / T(2);
@@ -446,7 +450,8 @@ REGISTER_OP("SoftmaxCrossEntropyWithLogits")
     .Output("backprop: T")
     .Attr("T: {float, double}")
     .SetShapeFn(SoftmaxXentShape)
-    .Doc(R"doc(Computes softmax cross entropy cost and gradients to backpropagate.
+    .Doc(
+        R"doc(Computes softmax cross entropy cost and gradients to backpropagate.
 
 features: batch_size x num_classes logits. labels: batch_size x num_classes
 probability distributions (each row should sum to 1). The two broadcast
@@ -463,11 +468,11 @@ class SoftmaxXentKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& p = ctx->input(1);
-    OP_REQUIRES(ctx, x.dims() == 2 && p.dims() == 2,
-                errors::InvalidArgument(
-                    "logits and labels must be 2-dimensional: logits_size=",
-                    x.shape().DebugString(),
-                    " labels_size=", p.shape().DebugString()));
+    OP_REQUIRES(
+        ctx, x.dims() == 2 && p.dims() == 2,
+        errors::InvalidArgument(
+            "logits and labels must be 2-dimensional: logits_size=",
+            x.shape().DebugString(), " labels_size=", p.shape().DebugString()));
     int64_t dims[2];
     for (int d = 0; d < 2; ++d) {
       const int64_t a = x.dim_size(d), b = p.dim_size(d);
@@ -481,8 +486,8 @@ class SoftmaxXentKernel : public OpKernel {
     const int64_t batch = dims[0], depth = dims[1];
     Tensor *loss, *backprop;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({batch}), &loss));
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({batch, depth}),
-                                             &backprop));
+    OP_REQUIRES_OK(
+        ctx, ctx->allocate_output(1, TensorShape({batch, depth}), &backprop));
     if (batch == 0) return;
     T* lp = loss->data<T>();
     if (depth == 0) {
@@ -548,18 +553,21 @@ Output XentBackpropTerm(const Scope& s, const Output& logits,
   return grad::Mul(s, grad::Sub(s, gg, dot), softmax);
 }
 
-// d loss / d features = backprop; d loss / d labels = -log_softmax(features).
-// Both inputs may have been broadcast, so each is reduced to its shape.
+// d loss / d features = backprop (for labels that sum to 1, as TF assumes);
+// d loss / d labels = -log_softmax(features). Through the backprop output
+// (softmax - labels), labels also get -gg, which TF leaves out. Both inputs
+// may have been broadcast, so each is reduced to its shape.
 Status SoftmaxXentGrad(const Scope& scope, const Operation& op,
                        const std::vector<Output>& dy, std::vector<Output>* dx) {
   const Output logits = op.input(0), labels = op.input(1);
   Output d_logits = BroadcastMul(scope, dy[0], op.output(1));
-  if (Output extra = XentBackpropTerm(scope, logits, dy[1]); extra.node()) {
-    d_logits = grad::Add(scope, d_logits, extra);
-  }
-  const Output d_labels = BroadcastMul(
+  Output d_labels = BroadcastMul(
       scope, dy[0],
       grad::Neg(scope, grad::MakeOp(scope, "LogSoftmax", {logits})));
+  if (Output extra = XentBackpropTerm(scope, logits, dy[1]); extra.node()) {
+    d_logits = grad::Add(scope, d_logits, extra);
+    d_labels = grad::Sub(scope, d_labels, dy[1]);
+  }
   // d_logits and d_labels have the broadcast shape; reduce each input's.
   std::vector<Output> reduced;
   grad::ReduceForBroadcast(scope, logits, labels, d_logits, Output(), &reduced);
@@ -594,7 +602,8 @@ REGISTER_OP("SparseSoftmaxCrossEntropyWithLogits")
     .Attr("T: {float, double}")
     .Attr("Tlabels: {int32, int64} = DT_INT64")
     .SetShapeFn(SparseSoftmaxXentShape)
-    .Doc(R"doc(Computes softmax cross entropy cost and gradients to backpropagate.
+    .Doc(
+        R"doc(Computes softmax cross entropy cost and gradients to backpropagate.
 
 Unlike SoftmaxCrossEntropyWithLogits, labels are class indices: labels[b]
 in [0, num_classes) is the true class of example b.
@@ -653,11 +662,11 @@ class SparseSoftmaxXentKernel : public OpKernel {
                        });
   }
 };
-#define REGISTER_SPARSE_XENT(T, L)                                \
+#define REGISTER_SPARSE_XENT(T, L)                                    \
   REGISTER_KERNEL_BUILDER(Name("SparseSoftmaxCrossEntropyWithLogits") \
-                              .Device(kDeviceCpu)                 \
-                              .TypeConstraint<T>("T")             \
-                              .TypeConstraint<L>("Tlabels"),      \
+                              .Device(kDeviceCpu)                     \
+                              .TypeConstraint<T>("T")                 \
+                              .TypeConstraint<L>("Tlabels"),          \
                           SparseSoftmaxXentKernel<T, L>)
 REGISTER_SPARSE_XENT(float, int32_t);
 REGISTER_SPARSE_XENT(float, int64_t);

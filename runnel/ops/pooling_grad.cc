@@ -34,8 +34,8 @@ REGISTER_GRADIENT("AvgPool", AvgPoolGradFn);
 Status AvgPoolGradGrad(const Scope& s, const Operation& op, const Outputs& dd,
                        Outputs* dx) {
   dx->push_back(NoGradient());
-  dx->push_back(grad::MakeOp(s, "AvgPool", {dd[0]},
-                             grad::SharedAttrs(op, "AvgPool")));
+  dx->push_back(
+      grad::MakeOp(s, "AvgPool", {dd[0]}, grad::SharedAttrs(op, "AvgPool")));
   return s.status();
 }
 REGISTER_GRADIENT("AvgPoolGrad", AvgPoolGradGrad);

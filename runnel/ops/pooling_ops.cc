@@ -416,42 +416,78 @@ class PoolKernel : public OpKernel {
 // Gradient loops. Each image (NHWC) or plane (NCHW) is scattered into by one
 // thread only.
 
+// For each channel, the position (a row-major index into window `w`, whose
+// in-image part is at most `window_size` elements) of the first maximum.
+// int32 indices keep the compare-and-select loop as wide as float's.
+template <typename T, typename Index>
+void WindowArgMax(const T* image, int64_t in_cols, int64_t depth,
+                  const PoolGeometry::Window& w, T* best, Index* tap) {
+  const T* first = image + (w.row_begin * in_cols + w.col_begin) * depth;
+  std::copy(first, first + depth, best);
+  std::fill(tap, tap + depth, Index{0});
+  Index k = 0;
+  for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+    for (int64_t x = w.col_begin; x < w.col_end; ++x, ++k) {
+      const T* v = image + (y * in_cols + x) * depth;
+      for (int64_t c = 0; c < depth; ++c) {
+        const bool better = v[c] > best[c];
+        best[c] = better ? v[c] : best[c];
+        tap[c] = better ? k : tap[c];
+      }
+    }
+  }
+}
+
+template <typename T, typename Index>
+void MaxPoolGradImageNhwc(const PoolGeometry& g, const T* image, const T* grad,
+                          T* dst, T* best, Index* tap,
+                          std::vector<int64_t>* tap_offset) {
+  const int64_t depth = g.depth;
+  std::fill(dst, dst + g.in_plane() * depth, T(0));
+  for (int64_t p = 0; p < g.out_plane(); ++p) {
+    const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
+    WindowArgMax(image, g.in_cols, depth, w, best, tap);
+    // Offsets of the window's taps in the image, so the scatter below
+    // needs no divisions.
+    tap_offset->clear();
+    for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+      for (int64_t x = w.col_begin; x < w.col_end; ++x)
+        tap_offset->push_back((y * g.in_cols + x) * depth);
+    }
+    const T* gp = grad + p * depth;
+    const int64_t* offset = tap_offset->data();
+    for (int64_t c = 0; c < depth; ++c) {
+      T& d = dst[offset[tap[c]] + c];
+      d = WrapAdd(d, gp[c]);
+    }
+  }
+}
+
 // MaxPoolGrad: each output's gradient goes to the first maximum of its
 // window in orig_input (row-major order), as TensorFlow's CPU kernel.
 template <typename T>
 void MaxPoolGradNhwc(const PoolGeometry& g, const T* in, const T* grad, T* out,
                      ThreadPool* pool) {
   const int64_t depth = g.depth, image_size = g.in_plane() * depth;
+  const bool small_windows =
+      g.window_rows * g.window_cols <= std::numeric_limits<int32_t>::max();
   ParallelRange(pool, g.batch,
                 g.out_plane() * g.window_rows * g.window_cols * depth * 2 + 20,
                 [&](int64_t b, int64_t e) {
                   std::vector<T> best(depth);
-                  std::vector<int64_t> where(depth);
+                  std::vector<int32_t> tap32(small_windows ? depth : 0);
+                  std::vector<int64_t> tap64(small_windows ? 0 : depth);
+                  std::vector<int64_t> tap_offset;
                   for (int64_t n = b; n < e; ++n) {
                     const T* image = in + n * image_size;
+                    const T* gp = grad + n * g.out_plane() * depth;
                     T* dst = out + n * image_size;
-                    std::fill(dst, dst + image_size, T(0));
-                    for (int64_t p = 0; p < g.out_plane(); ++p) {
-                      const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
-                      const int64_t first =
-                          (w.row_begin * g.in_cols + w.col_begin) * depth;
-                      for (int64_t c = 0; c < depth; ++c) {
-                        best[c] = image[first + c];
-                        where[c] = first + c;
-                      }
-                      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
-                        for (int64_t x = w.col_begin; x < w.col_end; ++x) {
-                          const int64_t at = (y * g.in_cols + x) * depth;
-                          for (int64_t c = 0; c < depth; ++c) {
-                            const bool better = image[at + c] > best[c];
-                            best[c] = better ? image[at + c] : best[c];
-                            where[c] = better ? at + c : where[c];
-                          }
-                        }
-                      }
-                      const T* gp = grad + (n * g.out_plane() + p) * depth;
-                      for (int64_t c = 0; c < depth; ++c)
-                        dst[where[c]] = WrapAdd(dst[where[c]], gp[c]);
+                    if (small_windows) {
+                      MaxPoolGradImageNhwc(g, image, gp, dst, best.data(),
+                                           tap32.data(), &tap_offset);
+                    } else {
+                      MaxPoolGradImageNhwc(g, image, gp, dst, best.data(),
+                                           tap64.data(), &tap_offset);
                     }
                   }
                 });

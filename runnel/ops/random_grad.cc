@@ -6,7 +6,8 @@ namespace runnel {
 namespace {
 
 REGISTER_NO_GRADIENT("RandomUniform", "a random sample (input: a shape)");
-REGISTER_NO_GRADIENT("RandomStandardNormal", "a random sample (input: a shape)");
+REGISTER_NO_GRADIENT("RandomStandardNormal",
+                     "a random sample (input: a shape)");
 REGISTER_NO_GRADIENT("TruncatedNormal", "a random sample (input: a shape)");
 REGISTER_NO_GRADIENT("RandomUniformInt", "a random sample of integers");
 

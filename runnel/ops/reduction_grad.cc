@@ -37,10 +37,10 @@ Output KeptShape(const Scope& s, const Output& x, const Output& axes) {
   a = grad::Reshape(s, a, grad::Int32s(s, {-1}));
   a = grad::FloorMod(s, grad::Add(s, a, rank), rank);
   const Output ones = grad::Fill(s, grad::Shape(s, a), 1);
-  Operation stitch = grad::MakeOperationWithLists(
-      s, "DynamicStitch",
-      {InputList({grad::Range(s, 0, rank, 1), a}),
-       InputList({input_shape, ones})});
+  Operation stitch =
+      grad::MakeOperationWithLists(s, "DynamicStitch",
+                                   {InputList({grad::Range(s, 0, rank, 1), a}),
+                                    InputList({input_shape, ones})});
   return stitch.node() == nullptr ? Output() : stitch.output(0);
 }
 
@@ -48,8 +48,8 @@ Output KeptShape(const Scope& s, const Output& x, const Output& axes) {
 Output SpreadOverReduced(const Scope& s, const Output& x, const Output& axes,
                          const Output& dy) {
   const Output kept = KeptShape(s, x, axes);
-  const Output multiples = grad::FloorDiv(
-      s, grad::Shape(s, x), grad::Maximum(s, kept, 1));
+  const Output multiples =
+      grad::FloorDiv(s, grad::Shape(s, x), grad::Maximum(s, kept, 1));
   return grad::Tile(s, grad::Reshape(s, dy, kept), multiples);
 }
 
@@ -71,7 +71,8 @@ Status MeanGrad(const Scope& s, const Operation& op, const Outputs& dy,
   const PartialTensorShape sx = s.GetShape(x), sy = s.GetShape(y);
   Output factor;
   if (sx.IsFullyDefined() && sy.IsFullyDefined()) {
-    const int64_t n = sx.num_elements(), m = std::max<int64_t>(sy.num_elements(), 1);
+    const int64_t n = sx.num_elements(),
+                  m = std::max<int64_t>(sy.num_elements(), 1);
     factor = grad::Scalar(s, static_cast<double>(n / m), x.type());
   } else {
     const Output n = grad::Prod(s, grad::Shape(s, x), 0);

@@ -33,11 +33,10 @@ REGISTER_GRADIENT("Slice", SliceGrad);
 Status StridedSliceGrad(const Scope& s, const Operation& op, const Outputs& dy,
                         Outputs* dx) {
   const Output x = op.input(0);
-  dx->push_back(grad::MakeOp(
-      s, "StridedSliceGrad",
-      {grad::Shape(s, x, op.input(1).type()), op.input(1), op.input(2),
-       op.input(3), dy[0]},
-      grad::SharedAttrs(op, "StridedSliceGrad")));
+  dx->push_back(grad::MakeOp(s, "StridedSliceGrad",
+                             {grad::Shape(s, x, op.input(1).type()),
+                              op.input(1), op.input(2), op.input(3), dy[0]},
+                             grad::SharedAttrs(op, "StridedSliceGrad")));
   for (int i = 0; i < 3; ++i) dx->push_back(NoGradient());
   return s.status();
 }
@@ -46,8 +45,8 @@ REGISTER_GRADIENT("StridedSlice", StridedSliceGrad);
 // y = transpose(x, p): dx = transpose(dy, p^-1).
 Status TransposeGrad(const Scope& s, const Operation& op, const Outputs& dy,
                      Outputs* dx) {
-  dx->push_back(grad::Transpose(s, dy[0],
-                                grad::InvertPermutation(s, op.input(1))));
+  dx->push_back(
+      grad::Transpose(s, dy[0], grad::InvertPermutation(s, op.input(1))));
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -60,8 +59,7 @@ Status TileGrad(const Scope& s, const Operation& op, const Outputs& dy,
   const Output shape = grad::Shape(s, op.input(0), multiples.type());
   const Output pairs = grad::Transpose(s, grad::Pack(s, {multiples, shape}),
                                        grad::Int32s(s, {1, 0}));
-  const Output split_shape =
-      grad::Reshape(s, pairs, grad::Int32s(s, {-1}));
+  const Output split_shape = grad::Reshape(s, pairs, grad::Int32s(s, {-1}));
   const Output axes = grad::Range(s, 0, grad::Size(s, split_shape), 2);
   dx->push_back(grad::Sum(s, grad::Reshape(s, dy[0], split_shape), axes));
   dx->push_back(NoGradient());
@@ -97,25 +95,25 @@ Output GatherAxisGrad(const Scope& s, const Output& params,
   const Output a1 = grad::Reshape(s, a, grad::Int32s(s, {1}));
   const Output a_plus_1 = grad::Add(s, a, 1);
   const Output outer = grad::Slice(s, shape, Int64s(s, {0}), a1);
-  const Output inner = grad::Slice(
-      s, shape, grad::Reshape(s, a_plus_1, grad::Int32s(s, {1})),
-      Int64s(s, {-1}));
-  const Output n = grad::Reshape(s, grad::Size(s, indices, DT_INT64),
-                                 grad::Int32s(s, {1}));
+  const Output inner =
+      grad::Slice(s, shape, grad::Reshape(s, a_plus_1, grad::Int32s(s, {1})),
+                  Int64s(s, {-1}));
+  const Output n =
+      grad::Reshape(s, grad::Size(s, indices, DT_INT64), grad::Int32s(s, {1}));
   const Output values =
       grad::Reshape(s, dy, grad::Concat(s, {outer, n, inner}, 0));
   // values: [outer..., N, inner...] -> [N, outer..., inner...].
   const Output rest = grad::Range(s, a_plus_1, rank, int64_t{1});
-  const Output to_front = grad::Concat(
-      s, {a1, grad::Range(s, int64_t{0}, a, int64_t{1}), rest}, 0);
+  const Output to_front =
+      grad::Concat(s, {a1, grad::Range(s, int64_t{0}, a, int64_t{1}), rest}, 0);
   const Output rows = grad::UnsortedSegmentSum(
       s, grad::Transpose(s, values, to_front),
       grad::Reshape(s, indices, grad::Int32s(s, {-1})),
       grad::Reshape(s, grad::Slice(s, shape, a1, Int64s(s, {1})),
                     grad::Int32s(s, {})));
   const Output back = grad::Concat(
-      s, {grad::Range(s, int64_t{1}, a_plus_1, int64_t{1}), Int64s(s, {0}),
-          rest},
+      s,
+      {grad::Range(s, int64_t{1}, a_plus_1, int64_t{1}), Int64s(s, {0}), rest},
       0);
   return grad::Transpose(s, rows, back);
 }
@@ -124,15 +122,15 @@ Output GatherAxisGrad(const Scope& s, const Output& params,
 Status GatherV2Grad(const Scope& s, const Operation& op, const Outputs& dy,
                     Outputs* dx) {
   RETURN_IF_ERROR(CheckBatchDims(op));
-  const Output params = op.input(0), indices = op.input(1),
-               axis = op.input(2);
+  const Output params = op.input(0), indices = op.input(1), axis = op.input(2);
   std::optional<std::vector<int64_t>> a = grad::ConstantInts(s, axis);
   const PartialTensorShape ps = s.GetShape(params);
-  const bool axis0 = a.has_value() && a->size() == 1 &&
-                     ((*a)[0] == 0 || (!ps.unknown_rank() && (*a)[0] == -ps.dims()));
+  const bool axis0 =
+      a.has_value() && a->size() == 1 &&
+      ((*a)[0] == 0 || (!ps.unknown_rank() && (*a)[0] == -ps.dims()));
   if (axis0) {
-    dx->push_back(grad::GatherRowsGradient(s, grad::Shape(s, params, DT_INT64), indices,
-                                 dy[0]));
+    dx->push_back(grad::GatherRowsGradient(s, grad::Shape(s, params, DT_INT64),
+                                           indices, dy[0]));
   } else {
     dx->push_back(GatherAxisGrad(s, params, indices, axis, dy[0]));
   }
@@ -145,8 +143,8 @@ REGISTER_GRADIENT("GatherV2", GatherV2Grad);
 // merged = stitch(indices, data): data_i's gradient is dy gathered at
 // indices_i (as in TF, an index that appears twice gives both the
 // gradient, although only the last one's value was kept).
-Status DynamicStitchGrad(const Scope& s, const Operation& op,
-                         const Outputs& dy, Outputs* dx) {
+Status DynamicStitchGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                         Outputs* dx) {
   const int n = op.num_inputs() / 2;
   dx->assign(n, NoGradient());
   for (int i = 0; i < n; ++i) {

@@ -7,6 +7,8 @@ namespace runnel {
 namespace {
 
 REGISTER_NO_GRADIENT("Assign", "a state update");
+REGISTER_NO_GRADIENT("AssignAdd", "a state update");
+REGISTER_NO_GRADIENT("AssignSub", "a state update");
 REGISTER_NO_GRADIENT("IsVariableInitialized", "its output is a bool");
 
 }  // namespace

@@ -47,7 +47,9 @@ class StepCallFrame : public CallFrameInterface {
  private:
   const std::vector<std::pair<std::string, Tensor>>& inputs_;
   std::vector<Tensor> retvals_;
-  std::vector<bool> set_;
+  // One byte per fetch (not vector<bool>): _Retval nodes on different
+  // threads set different entries concurrently.
+  std::vector<char> set_;
 };
 
 // Everything compiled for one (feeds, fetches, targets) signature.

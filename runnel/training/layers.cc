@@ -380,7 +380,9 @@ Output Dropout(const Scope& scope, const Output& x, double rate,
   auto keep = ops::Cast(ds, ops::GreaterEqual(ds, u, rate), dt);
   Output dropped = ops::Mul(ds, ops::Mul(ds, x, 1.0 / (1.0 - rate)), keep);
   if (always) return dropped;
-  return ops::SelectV2(ds, training, dropped, x);
+  // A scalar condition keeps x's static shape (and is checked at run time).
+  auto cond = ops::Reshape(ds, training, Tensor(DT_INT32, TensorShape({0})));
+  return ops::SelectV2(ds, cond, dropped, x);
 }
 
 Output SparseSoftmaxCrossEntropyLoss(const Scope& scope, const Output& logits,

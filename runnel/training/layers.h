@@ -10,7 +10,8 @@
 //   ...optimizer.Minimize(...)...                       // optimizer.h
 //   auto init = training::GlobalVariablesInitializer(root);
 //   ClientSession session(root);
-//   RETURN_IF_ERROR(session.Run({}, {}, {init}, nullptr));
+//   std::vector<Tensor> out;
+//   RETURN_IF_ERROR(session.Run({}, {}, {init}, &out));
 //
 // Note [Resource variables]. A training::Variable is a TF 2.x resource
 // variable: a VarHandleOp node named like the variable ("dense/kernel"), an

@@ -10,6 +10,10 @@ namespace {
 
 bool IsFloat(DataType dt) { return dt == DT_FLOAT || dt == DT_DOUBLE; }
 
+bool InGraph(const Graph* g, const Node* n) {
+  return g->FindNodeId(n->id()) == n;
+}
+
 // `t` as `dtype`: itself, or a Cast.
 Output CastTo(const Scope& scope, const Output& t, DataType dtype) {
   if (BaseType(t.type()) == dtype) return t;
@@ -98,10 +102,6 @@ Status Optimizer::ValidateGradients(const std::vector<GradAndVar>& grads_and_var
           "; optimizers update float and double variables only");
     }
     if (grad.node() == nullptr) continue;
-    if (grad.node()->graph() != var.handle().node()->graph()) {
-      return errors::InvalidArgument(name_, ": the gradient for '", var.name(),
-                                     "' is in another graph");
-    }
     const DataType gt = BaseType(grad.type());
     if (gt != var.dtype()) {
       return errors::InvalidArgument(
@@ -158,9 +158,11 @@ Status Optimizer::ApplyGradients(const Scope& scope,
     return fail(s);
   }
   for (const auto& [grad, var] : todo) {
-    if (grad.node()->graph() != scope.graph()) {
+    if (!InGraph(scope.graph(), grad.node()) ||
+        !InGraph(scope.graph(), var.handle().node())) {
       return fail(errors::InvalidArgument(
-          name_, ": variable '", var.name(), "' is not in the scope's graph"));
+          name_, ": variable '", var.name(),
+          "' or its gradient is not in the scope's graph"));
     }
     const PartialTensorShape gs = scope.GetShape(grad);
     if (!gs.IsCompatibleWith(var.shape())) {

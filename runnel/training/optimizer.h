@@ -7,7 +7,8 @@
 //   RETURN_IF_ERROR(opt.Minimize(root, loss, {}, nullptr, &train_op));
 //   auto init = training::GlobalVariablesInitializer(root);   // after Minimize
 //   ClientSession session(root);
-//   RETURN_IF_ERROR(session.Run({}, {}, {init}, nullptr));
+//   std::vector<Tensor> out;
+//   RETURN_IF_ERROR(session.Run({}, {}, {init}, &out));
 //   for (...) RETURN_IF_ERROR(session.Run({{x, batch}, {y, labels}}, {loss},
 //                                         {train_op}, &out));
 //

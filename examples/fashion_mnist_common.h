@@ -1,0 +1,288 @@
+// What the Fashion-MNIST examples share: flags, the optimizer by name,
+// batches, a progress bar, the training loop and the test evaluation. The
+// model itself (the interesting part) is in each example's main file.
+#ifndef RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
+#define RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runnel/io/idx.h"
+#include "runnel/runnel.h"
+#include "runnel/training/layers.h"
+#include "runnel/training/optimizer.h"
+
+namespace runnel::examples {
+
+struct Flags {
+  int epochs = 5;
+  int batch_size = 64;
+  std::string optimizer = "adam";
+  double learning_rate = 1e-3;
+  double decay = 1.0;  // Learning rate factor per epoch (1: constant).
+  std::string data_dir = kFashionMnistDir;
+  int seed = 1;  // Shuffling order.
+};
+
+// Parses --epochs=N --batch_size=N --optimizer=NAME --learning_rate=X
+// --data_dir=DIR --seed=N (also "--flag value"); exits with usage on
+// --help or a bad flag.
+inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
+  auto usage = [&](int code) {
+    std::fprintf(code ? stderr : stdout,
+                 "usage: %s [--epochs=%d] [--batch_size=%d] "
+                 "[--optimizer=sgd|momentum|adam|adagrad|rmsprop|adadelta "
+                 "(%s)] [--learning_rate=%g] [--decay=%g (per epoch)] "
+                 "[--data_dir=%s] [--seed=%d]\n",
+                 program, f->epochs, f->batch_size, f->optimizer.c_str(),
+                 f->learning_rate, f->decay, f->data_dir.c_str(), f->seed);
+    std::exit(code);
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    if (arg == "--help" || arg == "-h") usage(0);
+    if (arg.rfind("--", 0) != 0) usage(2);
+    const size_t eq = arg.find('=');
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (i + 1 < argc) {
+      value = argv[++i];
+    } else {
+      usage(2);
+    }
+    char* end = nullptr;
+    if (arg == "--epochs") {
+      f->epochs = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--batch_size") {
+      f->batch_size = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--learning_rate") {
+      f->learning_rate = std::strtod(value.c_str(), &end);
+    } else if (arg == "--decay") {
+      f->decay = std::strtod(value.c_str(), &end);
+    } else if (arg == "--seed") {
+      f->seed = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--optimizer") {
+      f->optimizer = value;
+    } else if (arg == "--data_dir") {
+      f->data_dir = value;
+    } else {
+      std::fprintf(stderr, "unknown flag %s\n", arg.c_str());
+      usage(2);
+    }
+    if (end != nullptr && *end != '\0') {
+      std::fprintf(stderr, "bad value for %s: %s\n", arg.c_str(), value.c_str());
+      usage(2);
+    }
+  }
+  if (f->epochs < 0 || f->batch_size <= 0 || !(f->learning_rate > 0) ||
+      !(f->decay > 0 && f->decay <= 1)) {
+    std::fprintf(stderr,
+                 "need epochs >= 0, batch_size > 0, learning_rate > 0, "
+                 "0 < decay <= 1\n");
+    usage(2);
+  }
+}
+
+// The optimizer named on the command line (momentum 0.9, TF 1.x defaults
+// for the rest), or null for an unknown name.
+inline std::unique_ptr<training::Optimizer> MakeOptimizer(const std::string& name,
+                                                          const Input& lr) {
+  using namespace training;  // NOLINT
+  if (name == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
+  if (name == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9);
+  if (name == "adam") return std::make_unique<AdamOptimizer>(lr);
+  if (name == "adagrad") return std::make_unique<AdagradOptimizer>(lr);
+  if (name == "rmsprop") return std::make_unique<RMSPropOptimizer>(lr);
+  if (name == "adadelta") return std::make_unique<AdadeltaOptimizer>(lr);
+  return nullptr;
+}
+
+// Adds the training ops for `loss` as `flags` say: the optimizer, and with
+// --decay < 1 a learning rate multiplied by `decay` after every epoch
+// (ExponentialDecay over a global step). Exits on error.
+inline Operation BuildTrainOp(const Scope& root, const Output& loss,
+                              const Flags& flags, int64_t train_examples,
+                              std::unique_ptr<training::Optimizer>* optimizer);
+
+inline double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+inline void Die(const Status& s, const char* what) {
+  if (s.ok()) return;
+  std::fprintf(stderr, "%s: %s\n", what, std::string(s.message()).c_str());
+  std::exit(1);
+}
+
+// Rows `order[begin, end)` of images [n, 784] as a [end - begin, shape...]
+// tensor, and their labels.
+inline void GatherBatch(const MnistSplit& data, const std::vector<int>& order,
+                        int begin, int end, const TensorShape& example_shape,
+                        Tensor* images, Tensor* labels) {
+  const int64_t row = data.images.dim_size(1);
+  TensorShape shape({end - begin});
+  for (int64_t d : example_shape.dim_sizes()) shape.AddDim(d);
+  *images = Tensor(DT_FLOAT, shape);
+  *labels = Tensor(DT_INT32, TensorShape({end - begin}));
+  const float* src = data.images.flat<float>().data();
+  float* dst = images->flat<float>().data();
+  for (int i = begin; i < end; ++i) {
+    std::memcpy(dst + (i - begin) * row, src + int64_t{order[i]} * row,
+                row * sizeof(float));
+    labels->flat<int32_t>()[i - begin] = data.labels.flat<int32_t>()[order[i]];
+  }
+}
+
+// One line per epoch, redrawn in place:
+//   epoch 2/5 [==========>         ] 468/938  loss 0.3412  21345 ex/s
+class ProgressBar {
+ public:
+  ProgressBar(int epoch, int epochs, int steps)
+      : epoch_(epoch), epochs_(epochs), steps_(steps), start_(Now()) {}
+
+  void Update(int step, double mean_loss, int64_t examples, bool force = false) {
+    const double now = Now();
+    if (!force && now - last_draw_ < 0.1 && step != steps_) return;
+    last_draw_ = now;
+    constexpr int kWidth = 30;
+    const int filled = steps_ > 0 ? kWidth * step / steps_ : kWidth;
+    std::string bar(kWidth, ' ');
+    for (int i = 0; i < filled; ++i) bar[i] = '=';
+    if (filled < kWidth) bar[filled] = '>';
+    std::fprintf(stdout, "\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f ex/s", epoch_,
+                 epochs_, bar.c_str(), step, steps_, mean_loss,
+                 examples / std::max(now - start_, 1e-9));
+    std::fflush(stdout);
+  }
+  void Finish() {
+    std::fprintf(stdout, "  %.1fs\n", Now() - start_);
+    std::fflush(stdout);
+  }
+
+ private:
+  int epoch_, epochs_, steps_;
+  double start_, last_draw_ = 0;
+};
+
+inline Operation BuildTrainOp(const Scope& root, const Output& loss,
+                              const Flags& flags, int64_t train_examples,
+                              std::unique_ptr<training::Optimizer>* optimizer) {
+  Input lr = flags.learning_rate;
+  training::Variable step;
+  if (flags.decay < 1) {
+    step = training::CreateGlobalStep(root);
+    const int64_t steps_per_epoch =
+        (train_examples + flags.batch_size - 1) / flags.batch_size;
+    lr = training::ExponentialDecay(root, flags.learning_rate, step,
+                                    steps_per_epoch, flags.decay,
+                                    /*staircase=*/true);
+  }
+  *optimizer = MakeOptimizer(flags.optimizer, lr);
+  if (*optimizer == nullptr) {
+    std::fprintf(stderr, "unknown optimizer '%s'\n", flags.optimizer.c_str());
+    std::exit(2);
+  }
+  Operation train_op;
+  Die((*optimizer)->Minimize(root, loss, {}, step.ok() ? &step : nullptr,
+                             &train_op),
+      "building the training ops");
+  return train_op;
+}
+
+// A classifier to train: the graph's input and label placeholders, logits,
+// loss and train op.
+struct Classifier {
+  Output images, labels, logits, loss;
+  Operation train_op;
+  TensorShape example_shape;  // One example's shape, e.g. [784].
+};
+
+// Fraction of `data` that `model` classifies right, in batches of 1000.
+inline double Evaluate(const ClientSession& session, const Classifier& model,
+                       const MnistSplit& data) {
+  const int n = static_cast<int>(data.labels.NumElements());
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  int correct = 0;
+  std::vector<Tensor> out;
+  for (int begin = 0; begin < n; begin += 1000) {
+    const int end = std::min(n, begin + 1000);
+    Tensor x, y;
+    GatherBatch(data, order, begin, end, model.example_shape, &x, &y);
+    Die(session.Run({{model.images, x}}, {model.logits}, &out), "evaluate");
+    const int64_t classes = out[0].dim_size(1);
+    const float* logits = out[0].flat<float>().data();
+    for (int i = 0; i < end - begin; ++i) {
+      const float* row = logits + i * classes;
+      correct += std::max_element(row, row + classes) - row ==
+                 y.flat<int32_t>()[i];
+    }
+  }
+  return static_cast<double>(correct) / n;
+}
+
+// Trains `model` on Fashion-MNIST as `flags` say, printing a progress bar
+// per epoch, then the test accuracy and the training wall time.
+inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
+                            const Flags& flags) {
+  StatusOr<MnistSplit> train = LoadMnistSplit(flags.data_dir, "train");
+  Die(train.status(), "loading the training set");
+  StatusOr<MnistSplit> test = LoadMnistSplit(flags.data_dir, "t10k");
+  Die(test.status(), "loading the test set");
+  const int n = static_cast<int>(train->labels.NumElements());
+  std::printf("Fashion-MNIST: %d training and %lld test images; %d epochs, "
+              "batch %d, %s, learning rate %g (x%g per epoch)\n",
+              n, static_cast<long long>(test->labels.NumElements()), flags.epochs,
+              flags.batch_size, flags.optimizer.c_str(), flags.learning_rate,
+              flags.decay);
+
+  // Initialise every variable (the model's and the optimizer's slots).
+  Operation init = training::GlobalVariablesInitializer(root);
+  Die(root.status(), "building the model");
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  Die(session.Run({}, {}, {init}, &out), "initialising");
+
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(flags.seed);
+  const int steps = (n + flags.batch_size - 1) / flags.batch_size;
+  const double t0 = Now();
+  for (int epoch = 1; epoch <= flags.epochs; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    ProgressBar bar(epoch, flags.epochs, steps);
+    double loss_sum = 0;
+    for (int step = 0; step < steps; ++step) {
+      const int begin = step * flags.batch_size;
+      const int end = std::min(n, begin + flags.batch_size);
+      Tensor x, y;
+      GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
+      Die(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
+                      {model.train_op}, &out),
+          "training step");
+      loss_sum += out[0].scalar<float>();
+      bar.Update(step + 1, loss_sum / (step + 1), end);
+    }
+    bar.Finish();
+  }
+  const double train_s = Now() - t0;
+  const double accuracy = Evaluate(session, model, *test);
+  std::printf("test accuracy: %.2f%%\n", 100 * accuracy);
+  std::printf("training time: %.1fs (%d epochs)\n", train_s, flags.epochs);
+  return 0;
+}
+
+}  // namespace runnel::examples
+
+#endif  // RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
