@@ -46,7 +46,8 @@ int Main() {
   auto p2 = training::MaxPool2D(root, c2, {2, 2}, {2, 2});
   auto f1 = training::Dense(root, training::Flatten(root, p2), 1024,
                             Activation::kRelu, TorchInit("fc1"));
-  auto logits = training::Dense(root, f1, 10, Activation::kNone, TorchInit("fc2"));
+  auto logits =
+      training::Dense(root, f1, 10, Activation::kNone, TorchInit("fc2"));
   auto loss = training::SparseSoftmaxCrossEntropyLoss(root, logits, y);
   training::GradientDescentOptimizer sgd(0.05);
   Operation train;
@@ -70,9 +71,11 @@ int Main() {
   }
   std::fprintf(stderr, "# cnn_step: final loss %.3f\n", out[0].scalar<float>());
   std::sort(t.begin(), t.end());
-  std::fprintf(stderr, "# cnn_step: n=%zu min=%.3fms median=%.3fms p90=%.3fms max=%.3fms\n",
-               t.size(), t.front() * 1e3, Median(t) * 1e3, t[t.size() * 9 / 10] * 1e3,
-               t.back() * 1e3);
+  std::fprintf(
+      stderr,
+      "# cnn_step: n=%zu min=%.3fms median=%.3fms p90=%.3fms max=%.3fms\n",
+      t.size(), t.front() * 1e3, Median(t) * 1e3, t[t.size() * 9 / 10] * 1e3,
+      t.back() * 1e3);
   Report("cnn_step", "step_time", Median(t) * 1e3, "ms");
   return 0;
 }

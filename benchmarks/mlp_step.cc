@@ -17,16 +17,15 @@ namespace runnel::bench {
 namespace {
 
 // torch.nn.Linear(in, units) + optional ReLU.
-Output TorchLinear(const Scope& root, const Output& x, int units, const char* name,
-                   bool relu) {
+Output TorchLinear(const Scope& root, const Output& x, int units,
+                   const char* name, bool relu) {
   training::LayerOptions o;
   o.name = name;
   o.kernel_init = training::Initializer::FanInUniform();
   o.bias_init = training::Initializer::FanInUniform();
-  return training::Dense(root, x, units,
-                         relu ? training::Activation::kRelu
-                              : training::Activation::kNone,
-                         o);
+  return training::Dense(
+      root, x, units,
+      relu ? training::Activation::kRelu : training::Activation::kNone, o);
 }
 
 int Main() {
@@ -64,9 +63,11 @@ int Main() {
   }
   std::fprintf(stderr, "# mlp_step: final loss %.3f\n", out[0].scalar<float>());
   std::sort(t.begin(), t.end());
-  std::fprintf(stderr, "# mlp_step: n=%zu min=%.3fms median=%.3fms p90=%.3fms max=%.3fms\n",
-               t.size(), t.front() * 1e3, Median(t) * 1e3, t[t.size() * 9 / 10] * 1e3,
-               t.back() * 1e3);
+  std::fprintf(
+      stderr,
+      "# mlp_step: n=%zu min=%.3fms median=%.3fms p90=%.3fms max=%.3fms\n",
+      t.size(), t.front() * 1e3, Median(t) * 1e3, t[t.size() * 9 / 10] * 1e3,
+      t.back() * 1e3);
   Report("mlp_step", "step_time", Median(t) * 1e3, "ms");
   return 0;
 }

@@ -21,16 +21,15 @@
 namespace runnel::bench {
 namespace {
 
-Output TorchLinear(const Scope& root, const Output& x, int units, const char* name,
-                   bool relu) {
+Output TorchLinear(const Scope& root, const Output& x, int units,
+                   const char* name, bool relu) {
   training::LayerOptions o;
   o.name = name;
   o.kernel_init = training::Initializer::FanInUniform();
   o.bias_init = training::Initializer::FanInUniform();
-  return training::Dense(root, x, units,
-                         relu ? training::Activation::kRelu
-                              : training::Activation::kNone,
-                         o);
+  return training::Dense(
+      root, x, units,
+      relu ? training::Activation::kRelu : training::Activation::kNone, o);
 }
 
 int Main() {
@@ -39,7 +38,8 @@ int Main() {
   Check(train.status(), "load the training set");
   auto test = LoadMnistSplit(kFashionMnistDir, "t10k");
   Check(test.status(), "load the test set");
-  std::fprintf(stderr, "# mlp_train_accuracy: data load %.2fs\n", NowSeconds() - t_load);
+  std::fprintf(stderr, "# mlp_train_accuracy: data load %.2fs\n",
+               NowSeconds() - t_load);
 
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT,
@@ -84,9 +84,10 @@ int Main() {
       Check(session.Run({{x, xb}, {y, yb}}, {loss}, {train_op}, &out), "step");
       loss_sum += out[0].scalar<float>();
     }
-    std::fprintf(stderr,
-                 "# mlp_train_accuracy: epoch %d  %d batches  mean loss %.4f  %.2fs\n",
-                 e + 1, nb, loss_sum / nb, NowSeconds() - te);
+    std::fprintf(
+        stderr,
+        "# mlp_train_accuracy: epoch %d  %d batches  mean loss %.4f  %.2fs\n",
+        e + 1, nb, loss_sum / nb, NowSeconds() - te);
   }
   const double train_s = NowSeconds() - t0;
 
@@ -95,7 +96,8 @@ int Main() {
   int correct = 0;
   for (int i = 0; i < nt; ++i) {
     const float* row = out[0].flat<float>().data() + int64_t{i} * 10;
-    correct += std::max_element(row, row + 10) - row == test->labels.flat<int32_t>()[i];
+    correct += std::max_element(row, row + 10) - row ==
+               test->labels.flat<int32_t>()[i];
   }
   Report("mlp_train_accuracy", "train_wall_5ep", train_s, "s");
   Report("mlp_train_accuracy", "test_accuracy", 100.0 * correct / nt, "%");

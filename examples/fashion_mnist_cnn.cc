@@ -15,7 +15,8 @@ using namespace runnel;  // NOLINT: an example reads better this way.
 
 int main(int argc, char** argv) {
   examples::Flags flags;
-  flags.epochs = 3;  // Other defaults: batch 64, Adam, lr 1e-3.
+  flags.epochs = 3;   // Also batch 64, Adam, lr 1e-3,
+  flags.decay = 0.7;  // multiplied by 0.7 after each epoch.
   examples::ParseFlags(argc, argv, "fashion_mnist_cnn", &flags);
 
   Scope root = Scope::NewRootScope();
@@ -29,14 +30,14 @@ int main(int argc, char** argv) {
   auto c1 = training::Conv2D(root, model.images, 32, {5, 5}, {1, 1}, "SAME",
                              Activation::kRelu);
   auto p1 = training::MaxPool2D(root, c1, {2, 2}, {2, 2});  // 14x14x32
-  auto c2 = training::Conv2D(root, p1, 64, {5, 5}, {1, 1}, "SAME",
-                             Activation::kRelu);
+  auto c2 =
+      training::Conv2D(root, p1, 64, {5, 5}, {1, 1}, "SAME", Activation::kRelu);
   auto p2 = training::MaxPool2D(root, c2, {2, 2}, {2, 2});  // 7x7x64
   auto fc = training::Dense(root, training::Flatten(root, p2), 1024,
                             Activation::kRelu);
   model.logits = training::Dense(root, fc, 10);
-  model.loss = training::SparseSoftmaxCrossEntropyLoss(root, model.logits,
-                                                       model.labels);
+  model.loss =
+      training::SparseSoftmaxCrossEntropyLoss(root, model.logits, model.labels);
   // Training: the optimizer adds the gradients and the update ops.
   std::unique_ptr<training::Optimizer> optimizer;
   model.train_op = examples::BuildTrainOp(root, model.loss, flags,

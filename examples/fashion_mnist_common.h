@@ -79,7 +79,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
       usage(2);
     }
     if (end != nullptr && *end != '\0') {
-      std::fprintf(stderr, "bad value for %s: %s\n", arg.c_str(), value.c_str());
+      std::fprintf(stderr, "bad value for %s: %s\n", arg.c_str(),
+                   value.c_str());
       usage(2);
     }
   }
@@ -94,8 +95,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
 
 // The optimizer named on the command line (momentum 0.9, TF 1.x defaults
 // for the rest), or null for an unknown name.
-inline std::unique_ptr<training::Optimizer> MakeOptimizer(const std::string& name,
-                                                          const Input& lr) {
+inline std::unique_ptr<training::Optimizer> MakeOptimizer(
+    const std::string& name, const Input& lr) {
   using namespace training;  // NOLINT
   if (name == "sgd") return std::make_unique<GradientDescentOptimizer>(lr);
   if (name == "momentum") return std::make_unique<MomentumOptimizer>(lr, 0.9);
@@ -151,7 +152,8 @@ class ProgressBar {
   ProgressBar(int epoch, int epochs, int steps)
       : epoch_(epoch), epochs_(epochs), steps_(steps), start_(Now()) {}
 
-  void Update(int step, double mean_loss, int64_t examples, bool force = false) {
+  void Update(int step, double mean_loss, int64_t examples,
+              bool force = false) {
     const double now = Now();
     if (!force && now - last_draw_ < 0.1 && step != steps_) return;
     last_draw_ = now;
@@ -160,8 +162,8 @@ class ProgressBar {
     std::string bar(kWidth, ' ');
     for (int i = 0; i < filled; ++i) bar[i] = '=';
     if (filled < kWidth) bar[filled] = '>';
-    std::fprintf(stdout, "\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f ex/s", epoch_,
-                 epochs_, bar.c_str(), step, steps_, mean_loss,
+    std::fprintf(stdout, "\repoch %d/%d [%s] %d/%d  loss %.4f  %.0f ex/s",
+                 epoch_, epochs_, bar.c_str(), step, steps_, mean_loss,
                  examples / std::max(now - start_, 1e-9));
     std::fflush(stdout);
   }
@@ -194,8 +196,8 @@ inline Operation BuildTrainOp(const Scope& root, const Output& loss,
     std::exit(2);
   }
   Operation train_op;
-  Die((*optimizer)->Minimize(root, loss, {}, step.ok() ? &step : nullptr,
-                             &train_op),
+  Die((*optimizer)
+          ->Minimize(root, loss, {}, step.ok() ? &step : nullptr, &train_op),
       "building the training ops");
   return train_op;
 }
@@ -225,8 +227,8 @@ inline double Evaluate(const ClientSession& session, const Classifier& model,
     const float* logits = out[0].flat<float>().data();
     for (int i = 0; i < end - begin; ++i) {
       const float* row = logits + i * classes;
-      correct += std::max_element(row, row + classes) - row ==
-                 y.flat<int32_t>()[i];
+      correct +=
+          std::max_element(row, row + classes) - row == y.flat<int32_t>()[i];
     }
   }
   return static_cast<double>(correct) / n;
@@ -241,11 +243,12 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
   StatusOr<MnistSplit> test = LoadMnistSplit(flags.data_dir, "t10k");
   Die(test.status(), "loading the test set");
   const int n = static_cast<int>(train->labels.NumElements());
-  std::printf("Fashion-MNIST: %d training and %lld test images; %d epochs, "
-              "batch %d, %s, learning rate %g (x%g per epoch)\n",
-              n, static_cast<long long>(test->labels.NumElements()), flags.epochs,
-              flags.batch_size, flags.optimizer.c_str(), flags.learning_rate,
-              flags.decay);
+  std::printf(
+      "Fashion-MNIST: %d training and %lld test images; %d epochs, "
+      "batch %d, %s, learning rate %g (x%g per epoch)\n",
+      n, static_cast<long long>(test->labels.NumElements()), flags.epochs,
+      flags.batch_size, flags.optimizer.c_str(), flags.learning_rate,
+      flags.decay);
 
   // Initialise every variable (the model's and the optimizer's slots).
   Operation init = training::GlobalVariablesInitializer(root);

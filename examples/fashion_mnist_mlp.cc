@@ -25,11 +25,12 @@ int main(int argc, char** argv) {
   model.labels = ops::Placeholder(root.WithOpName("labels"), DT_INT32,
                                   ops::Placeholder::Shape({-1}));
   // The model: two hidden ReLU layers, then the 10 class logits.
-  auto h1 = training::Dense(root, model.images, 512, training::Activation::kRelu);
+  auto h1 =
+      training::Dense(root, model.images, 512, training::Activation::kRelu);
   auto h2 = training::Dense(root, h1, 512, training::Activation::kRelu);
   model.logits = training::Dense(root, h2, 10);
-  model.loss = training::SparseSoftmaxCrossEntropyLoss(root, model.logits,
-                                                       model.labels);
+  model.loss =
+      training::SparseSoftmaxCrossEntropyLoss(root, model.logits, model.labels);
   // Training: the optimizer adds the gradients and the update ops.
   std::unique_ptr<training::Optimizer> optimizer;
   model.train_op = examples::BuildTrainOp(root, model.loss, flags,

@@ -1,7 +1,11 @@
 // The `runnel` command line.
 //
 //   runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]...
-//                    [--repeat N] [--json]
+//                    [--init NODE]... [--repeat N] [--json]
+//
+// `--init` nodes run once first (e.g. a variable initializer); then the
+// targets and fetches run N times in one session (training from the command
+// line), and the fetches of the last run are printed.
 //   runnel inspect GRAPH
 //   runnel ops
 //
@@ -32,7 +36,7 @@ namespace {
 int Usage() {
   std::cerr << "usage:\n"
                "  runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... "
-               "[--target NODE]... [--repeat N] [--json]\n"
+               "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
                "  runnel inspect GRAPH\n"
                "  runnel ops\n";
   return 2;
@@ -251,7 +255,7 @@ int Run(const std::vector<std::string>& args) {
   if (args.empty()) return Usage();
   std::string graph_path;
   std::vector<std::pair<std::string, std::string>> feed_text;
-  std::vector<std::string> fetches, targets;
+  std::vector<std::string> fetches, targets, inits;
   bool json = false;
   int64_t repeat = 1;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -275,6 +279,8 @@ int Run(const std::vector<std::string>& args) {
       fetches.push_back(v);
     } else if (a == "--target" && value(&v)) {
       targets.push_back(v);
+    } else if (a == "--init" && value(&v)) {
+      inits.push_back(v);
     } else if (a == "--repeat" && value(&v)) {
       if (!absl::SimpleAtoi(v, &repeat) || repeat < 1) {
         std::cerr << "runnel: --repeat wants a positive count\n";
@@ -318,6 +324,9 @@ int Run(const std::vector<std::string>& args) {
   if (!session.ok()) return Fail(session.status());
   if (Status s = (*session)->Create(gdef); !s.ok()) return Fail(s);
   std::vector<Tensor> outputs;
+  if (!inits.empty()) {
+    if (Status s = (*session)->Run({}, {}, inits, nullptr); !s.ok()) return Fail(s);
+  }
   for (int64_t r = 0; r < repeat; ++r) {
     if (Status s = (*session)->Run(feeds, fetches, targets, &outputs); !s.ok()) return Fail(s);
   }

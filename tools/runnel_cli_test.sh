@@ -37,4 +37,14 @@ check "usage exits 2" 2 "$?"
 out=$("$runnel" inspect "$tf/graphs/tf_addition/model.pb" | grep -c AddV2)
 check "inspect lists AddV2" 2 "$out"
 
+# Training TensorFlow's own regression graph from the command line: the
+# variables initialise once (--init), then 201 SGD steps on y = 0.1 x + 0.3.
+xs=$(awk 'BEGIN { for (i = 0; i < 100; i++) printf "%s%.4f", (i ? "," : ""), -1 + 2 * i / 99 }')
+ys=$(awk 'BEGIN { for (i = 0; i < 100; i++) printf "%s%.6f", (i ? "," : ""), 0.1 * (-1 + 2 * i / 99) + 0.3 }')
+out=$("$runnel" run "$tf/graphs/tf_regression_training/model.pb" --feed "x=[$xs]" --feed "y=[$ys]" \
+      --init init --target train --repeat 201 --fetch w --fetch b --json)
+ok=$(echo "$out" | awk -F'"values": \\[' '{ split($2, w, "]"); split($3, b, "]");
+     print (w[1] - 0.1 < 1e-3 && 0.1 - w[1] < 1e-3 && b[1] - 0.3 < 1e-3 && 0.3 - b[1] < 1e-3) }')
+check "train regression graph to w=0.1 b=0.3 ($out)" 1 "$ok"
+
 exit $fail

@@ -312,6 +312,9 @@ Status DirectSession::Run(const RunOptions& options,
   if (output_names.empty() && target_names.empty()) {
     return errors::InvalidArgument("Run needs at least one fetch or target");
   }
+  if (outputs == nullptr && !output_names.empty()) {
+    return errors::InvalidArgument("Run was given fetches but a null outputs vector");
+  }
   ASSIGN_OR_RETURN(auto ek, GetOrCreateExecutor(inputs, output_names, target_names));
   RETURN_IF_ERROR(CheckFeeds(*ek, inputs));
 
@@ -372,6 +375,10 @@ Status DirectSession::Run(const RunOptions& options,
   }
   if (!run_status.ok()) return run_status;
 
+  if (outputs == nullptr) {
+    if (collector) collector->Finalize(run_metadata->mutable_step_stats());
+    return absl::OkStatus();
+  }
   outputs->clear();
   outputs->reserve(output_names.size());
   for (size_t i = 0; i < output_names.size(); ++i) {

@@ -44,6 +44,7 @@ class Session {
   virtual Status Extend(const GraphDef& graph) = 0;
 
   // `inputs` are (tensor name "node:k", value) pairs; `output_tensor_names`
+  // (`outputs` may be null when there are no fetches)
   // are the tensors to fetch ("node" means "node:0"); `target_node_names`
   // are nodes to run without fetching. `outputs` gets one tensor per fetch,
   // in order. `run_metadata` (may be null) receives step stats when

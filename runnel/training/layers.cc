@@ -67,8 +67,8 @@ void Fans(const TensorShape& shape, double* fan_in, double* fan_out) {
 
 Output ShapeConst(const Scope& scope, const TensorShape& shape) {
   std::vector<int64_t> dims(shape.dim_sizes().begin(), shape.dim_sizes().end());
-  return ops::Const(scope, Tensor::FromVector<int64_t>(
-                               dims, TensorShape({shape.dims()})));
+  return ops::Const(
+      scope, Tensor::FromVector<int64_t>(dims, TensorShape({shape.dims()})));
 }
 
 Output ScalarConst(const Scope& scope, double v, DataType dtype) {
@@ -98,7 +98,8 @@ Output Activate(const Scope& scope, const Output& y, Activation activation) {
 bool CheckFloatInput(const Scope& scope, const Output& x, const char* what) {
   if (!scope.ok()) return false;
   if (x.node() == nullptr) {
-    scope.UpdateStatus(errors::InvalidArgument(what, ": input is a null Output"));
+    scope.UpdateStatus(
+        errors::InvalidArgument(what, ": input is a null Output"));
     return false;
   }
   if (!IsFloat(BaseType(x.type()))) {
@@ -140,7 +141,8 @@ Output Initializer::Build(const Scope& scope, const TensorShape& shape,
   if (!scope.ok()) return Output();
   Output dims = ShapeConst(scope.WithOpName("shape"), shape);
   if (kind_ == Kind::kConstant) {
-    return ops::Fill(scope, dims, ScalarConst(scope.WithOpName("value"), a_, dtype));
+    return ops::Fill(scope, dims,
+                     ScalarConst(scope.WithOpName("value"), a_, dtype));
   }
   if (!IsFloat(dtype)) {
     scope.UpdateStatus(errors::InvalidArgument(
@@ -204,7 +206,8 @@ Variable::Variable(const Scope& scope_in, absl::string_view name,
   }
   if (!IsFloat(dtype) && dtype != DT_INT32 && dtype != DT_INT64) {
     scope_in.UpdateStatus(errors::InvalidArgument(
-        "Variable '", name, "': dtype must be float, double, int32 or int64, not ",
+        "Variable '", name,
+        "': dtype must be float, double, int32 or int64, not ",
         DataTypeString(dtype)));
     return;
   }
@@ -224,9 +227,10 @@ Variable::Variable(const Scope& scope_in, absl::string_view name,
   }
   const Scope cs = vs.ColocateWith(handle);
   Output init_value = init.Build(cs.NewSubScope("Initializer"), shape, dtype);
-  auto assign =
-      ops::AssignVariableOp(cs.WithOpName("Assign"), handle.output(0), init_value);
-  auto read = ops::ReadVariableOp(cs.WithOpName("Read"), handle.output(0), dtype);
+  auto assign = ops::AssignVariableOp(cs.WithOpName("Assign"), handle.output(0),
+                                      init_value);
+  auto read =
+      ops::ReadVariableOp(cs.WithOpName("Read"), handle.output(0), dtype);
   if (!scope.ok()) return;
   scope.UpdateStatus(scope.refiner()->SetShape(read.node(), 0, shape));
   if (!scope.ok()) return;
@@ -257,7 +261,8 @@ std::vector<Variable> TrainableVariables(const Scope& scope) {
 
 Operation GlobalVariablesInitializer(const Scope& scope) {
   NodeBuilder b(scope, "init", "NoOp");
-  for (const Variable& v : GlobalVariables(scope)) b.ControlInput(v.initializer());
+  for (const Variable& v : GlobalVariables(scope))
+    b.ControlInput(v.initializer());
   Operation op;
   scope.UpdateStatus(b.Finalize(&op));
   return op;
@@ -277,13 +282,15 @@ Output Dense(const Scope& scope, const Output& x, int64_t units,
   const PartialTensorShape xs = scope.GetShape(x);
   if (xs.dims() != 2 || xs.dim_size(1) < 0 || units <= 0) {
     scope.UpdateStatus(errors::InvalidArgument(
-        "Dense: input '", x.name(), "' must be [batch, features] with "
+        "Dense: input '", x.name(),
+        "' must be [batch, features] with "
         "features known, and units > 0; got input shape ",
         xs.DebugString(), " and units ", units));
     return Output();
   }
   const DataType dt = BaseType(x.type());
-  const Scope ls = scope.NewSubScope(options.name.empty() ? "dense" : options.name);
+  const Scope ls =
+      scope.NewSubScope(options.name.empty() ? "dense" : options.name);
   const TensorShape kernel_shape({xs.dim_size(1), units});
   Variable kernel(ls, "kernel", kernel_shape, options.kernel_init, dt);
   Output y = ops::MatMul(ls, x, kernel);
@@ -304,7 +311,8 @@ Output Conv2D(const Scope& scope, const Output& x, int64_t filters,
   if (xs.dims() != 4 || xs.dim_size(3) < 0 || filters <= 0 ||
       kernel_size[0] <= 0 || kernel_size[1] <= 0) {
     scope.UpdateStatus(errors::InvalidArgument(
-        "Conv2D: input '", x.name(), "' must be NHWC [batch, height, width, "
+        "Conv2D: input '", x.name(),
+        "' must be NHWC [batch, height, width, "
         "channels] with channels known, and filters and kernel sizes > 0; got "
         "input shape ",
         xs.DebugString(), ", filters ", filters, ", kernel ", kernel_size[0],
@@ -317,7 +325,8 @@ Output Conv2D(const Scope& scope, const Output& x, int64_t filters,
   const TensorShape kernel_shape(
       {kernel_size[0], kernel_size[1], xs.dim_size(3), filters});
   Variable kernel(ls, "kernel", kernel_shape, options.kernel_init, dt);
-  Output y = ops::Conv2D(ls, x, kernel, {1, strides[0], strides[1], 1}, padding);
+  Output y =
+      ops::Conv2D(ls, x, kernel, {1, strides[0], strides[1], 1}, padding);
   if (options.use_bias) {
     Variable bias(ls, "bias", TensorShape({filters}),
                   options.bias_init.ForBiasOf(kernel_shape), dt);
@@ -339,8 +348,10 @@ Output Flatten(const Scope& scope, const Output& x) {
   int64_t n = 1;
   bool known = xs.dims() >= 1;
   for (int i = 1; known && i < xs.dims(); ++i) {
-    if (xs.dim_size(i) < 0) known = false;
-    else n *= xs.dim_size(i);
+    if (xs.dim_size(i) < 0)
+      known = false;
+    else
+      n *= xs.dim_size(i);
   }
   if (!known) {
     scope.UpdateStatus(errors::InvalidArgument(
@@ -356,16 +367,16 @@ Output Dropout(const Scope& scope, const Output& x, double rate,
                const Input& training, int64_t seed) {
   if (!CheckFloatInput(scope, x, "Dropout")) return Output();
   if (!(rate >= 0 && rate < 1)) {
-    scope.UpdateStatus(errors::InvalidArgument(
-        "Dropout: rate must be in [0, 1), got ", rate));
+    scope.UpdateStatus(
+        errors::InvalidArgument("Dropout: rate must be in [0, 1), got ", rate));
     return Output();
   }
   bool always = false;  // `training` is the literal true.
   if (training.is_constant()) {
     StatusOr<Tensor> t = training.initializer().AsType(DT_BOOL);
     if (!t.ok() || t->NumElements() != 1) {
-      scope.UpdateStatus(errors::InvalidArgument(
-          "Dropout: `training` must be a bool scalar"));
+      scope.UpdateStatus(
+          errors::InvalidArgument("Dropout: `training` must be a bool scalar"));
       return Output();
     }
     if (!t->flat<bool>()[0]) return x;

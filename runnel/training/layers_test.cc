@@ -56,9 +56,9 @@ TEST(VariableTest, NodesNamesAndStaticShape) {
   // A second variable of the same name is made unique, like a sub-scope.
   Variable w2(layer, "w", TensorShape({}), Initializer::Zeros(), DT_DOUBLE);
   EXPECT_EQ(w2.name(), "layer/w_1");
-  ExpectTensorEqual<float>(InitialValue(root, w),
-                           Tensor::FromVector<float>({2.5, 2.5, 2.5, 2.5, 2.5, 2.5},
-                                                     {3, 2}));
+  ExpectTensorEqual<float>(
+      InitialValue(root, w),
+      Tensor::FromVector<float>({2.5, 2.5, 2.5, 2.5, 2.5, 2.5}, {3, 2}));
   ExpectTensorEqual<double>(InitialValue(root, w2), Tensor::Scalar<double>(0));
 }
 
@@ -125,7 +125,8 @@ TEST(InitializerTest, RandomBoundsFollowTheFans) {
   // fan_in = 3 * 3 * 16 = 144, fan_out = 3 * 3 * 32 = 288.
   Variable glorot(root, "glorot", TensorShape({3, 3, 16, 32}),
                   Initializer::GlorotUniform());
-  Variable he(root, "he", TensorShape({3, 3, 16, 32}), Initializer::HeUniform());
+  Variable he(root, "he", TensorShape({3, 3, 16, 32}),
+              Initializer::HeUniform());
   Variable torch(root, "torch", TensorShape({3, 3, 16, 32}),
                  Initializer::FanInUniform());
   Variable uniform(root, "uniform", TensorShape({4000}),
@@ -190,7 +191,8 @@ TEST(CollectionsTest, PerGraphTrainableAndGlobal) {
   EXPECT_EQ(init.name(), "init");
   EXPECT_EQ(init.node()->type_string(), "NoOp");
   int control_inputs = 0;
-  for (const Edge* e : init.node()->in_edges()) control_inputs += e->IsControlEdge();
+  for (const Edge* e : init.node()->in_edges())
+    control_inputs += e->IsControlEdge();
   EXPECT_EQ(control_inputs, 3);
 }
 
@@ -286,25 +288,27 @@ TEST(ConvTest, ShapesOfTheCnnStack) {
   EXPECT_EQ(root.GetShape(flat), PartialTensorShape({-1, 3136}));
   EXPECT_EQ(root.GetShape(v), PartialTensorShape({-1, 13, 13, 8}));
   auto vars = TrainableVariables(root);
-  EXPECT_THAT(Names(vars), ElementsAre("conv2d/kernel", "conv2d/bias",
-                                       "conv2d_1/kernel", "conv2d_1/bias",
-                                       "conv2d_2/kernel", "conv2d_2/bias"));
+  EXPECT_THAT(Names(vars),
+              ElementsAre("conv2d/kernel", "conv2d/bias", "conv2d_1/kernel",
+                          "conv2d_1/bias", "conv2d_2/kernel", "conv2d_2/bias"));
   EXPECT_EQ(vars[0].shape(), TensorShape({5, 5, 1, 32}));
   EXPECT_EQ(vars[2].shape(), TensorShape({5, 5, 32, 64}));
 }
 
 TEST(ConvTest, ComputesASum) {
   Scope root = Scope::NewRootScope();
-  auto x = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({1, 3, 3, 1}));
+  auto x =
+      ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({1, 3, 3, 1}));
   LayerOptions o;
   o.kernel_init = Initializer::Ones();
   o.bias_init = Initializer::Constant(0.5);
-  auto y = Flatten(root, Conv2D(root, x, 2, {2, 2}, {1, 1}, "VALID",
-                                Activation::kNone, o));
+  auto y = Flatten(
+      root, Conv2D(root, x, 2, {2, 2}, {1, 1}, "VALID", Activation::kNone, o));
   ClientSession session(root);
   ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(root)}));
   std::vector<Tensor> out;
-  Tensor in = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  Tensor in =
+      Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
   ASSERT_OK(session.Run({{x, in}}, {y}, &out));
   // 2x2 window sums: 12, 16, 24, 28 (+ 0.5), two identical filters.
   ExpectTensorEqual<float>(
@@ -314,7 +318,8 @@ TEST(ConvTest, ComputesASum) {
 
 TEST(ConvTest, Errors) {
   Scope root = Scope::NewRootScope();
-  auto x = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({-1, 28, 28}));
+  auto x =
+      ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({-1, 28, 28}));
   EXPECT_EQ(Conv2D(root, x, 4, {3, 3}).node(), nullptr);
   EXPECT_THAT(root.status().message(), HasSubstr("must be NHWC"));
   Scope root2 = Scope::NewRootScope();
@@ -376,11 +381,12 @@ TEST(LossTest, SparseSoftmaxCrossEntropyMean) {
   std::vector<Tensor> out;
   // Row 0: uniform over 4 classes, ln 4. Row 1: logits [ln 3, 0, 0, 0] with
   // label 0: -ln(3 / 6) = ln 2.
-  ASSERT_OK(session.Run({{logits, {{0.f, 0.f, 0.f, 0.f},
-                                   {std::log(3.f), 0.f, 0.f, 0.f}}},
-                         {labels, {2, 0}}},
-                        {loss}, &out));
-  EXPECT_NEAR(out[0].scalar<float>(), (std::log(4.0) + std::log(2.0)) / 2, 1e-6);
+  ASSERT_OK(session.Run(
+      {{logits, {{0.f, 0.f, 0.f, 0.f}, {std::log(3.f), 0.f, 0.f, 0.f}}},
+       {labels, {2, 0}}},
+      {loss}, &out));
+  EXPECT_NEAR(out[0].scalar<float>(), (std::log(4.0) + std::log(2.0)) / 2,
+              1e-6);
 }
 
 }  // namespace

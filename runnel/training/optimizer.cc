@@ -81,8 +81,9 @@ Status Optimizer::ComputeGradients(const Scope& scope, const Output& loss,
   return absl::OkStatus();
 }
 
-Status Optimizer::ValidateGradients(const std::vector<GradAndVar>& grads_and_vars,
-                                    std::vector<GradAndVar>* with_grads) const {
+Status Optimizer::ValidateGradients(
+    const std::vector<GradAndVar>& grads_and_vars,
+    std::vector<GradAndVar>* with_grads) const {
   std::set<const Node*> seen;
   std::vector<std::string> names;
   for (size_t i = 0; i < grads_and_vars.size(); ++i) {
@@ -123,15 +124,16 @@ Status Optimizer::ValidateGradients(const std::vector<GradAndVar>& grads_and_var
 Status Optimizer::ValidateGlobalStep(const Variable* global_step) const {
   if (global_step == nullptr) return absl::OkStatus();
   if (!global_step->ok()) {
-    return errors::InvalidArgument(name_, ": the global step is a null Variable");
+    return errors::InvalidArgument(name_,
+                                   ": the global step is a null Variable");
   }
   if ((global_step->dtype() != DT_INT64 && global_step->dtype() != DT_INT32) ||
       global_step->shape().dims() != 0) {
-    return errors::InvalidArgument(
-        name_, ": the global step '", global_step->name(),
-        "' must be an int32 or int64 scalar, not ",
-        DataTypeString(global_step->dtype()), " ",
-        global_step->shape().DebugString());
+    return errors::InvalidArgument(name_, ": the global step '",
+                                   global_step->name(),
+                                   "' must be an int32 or int64 scalar, not ",
+                                   DataTypeString(global_step->dtype()), " ",
+                                   global_step->shape().DebugString());
   }
   return absl::OkStatus();
 }
@@ -150,8 +152,9 @@ Status Optimizer::ApplyGradients(const Scope& scope,
   }
   if (graph_ != nullptr && graph_ != scope.graph()) {
     return fail(errors::InvalidArgument(
-        name_, ": an Optimizer builds into one graph; this one was used with "
-               "another graph before"));
+        name_,
+        ": an Optimizer builds into one graph; this one was used with "
+        "another graph before"));
   }
   std::vector<GradAndVar> todo;
   if (Status s = ValidateGradients(grads_and_vars, &todo); !s.ok()) {
@@ -214,7 +217,8 @@ Status Optimizer::ApplyGradients(const Scope& scope,
   // then adds one to the global step.
   Operation finish = GroupNamed(scope, os.name() + "/update", all);
   RETURN_IF_ERROR(scope.status());
-  Output one = ops::Const(os.WithOpName("one"), int64_t{1}, global_step->dtype());
+  Output one =
+      ops::Const(os.WithOpName("one"), int64_t{1}, global_step->dtype());
   Operation incr;
   scope.UpdateStatus(AddNodeToScope(
       scope.WithNoControlDependencies().ColocateWith(global_step->handle()),
@@ -233,7 +237,8 @@ Status Optimizer::Minimize(const Scope& scope, const Output& loss,
   return ApplyGradients(scope, grads_and_vars, global_step, train_op);
 }
 
-Status Optimizer::ApplySparse(const Scope& scope, const SparseGradientInfo& info,
+Status Optimizer::ApplySparse(const Scope& scope,
+                              const SparseGradientInfo& info,
                               const Variable& var, Operation* update) {
   return errors::Unimplemented(name_, " has no sparse update");
 }
@@ -251,8 +256,8 @@ std::vector<std::string> Optimizer::GetSlotNames() const {
 Variable Optimizer::GetOrCreateSlot(const Scope& scope, const Variable& var,
                                     const std::string& slot_name,
                                     const Initializer& init) {
-  const auto key = std::make_pair(static_cast<const Node*>(var.handle().node()),
-                                  slot_name);
+  const auto key =
+      std::make_pair(static_cast<const Node*>(var.handle().node()), slot_name);
   auto it = slots_.find(key);
   if (it != slots_.end()) return it->second;
   Variable slot(scope.ColocateWith(var.handle()), var.name() + "/" + slot_name,
@@ -289,8 +294,8 @@ Output Optimizer::Hyper(const std::string& name, const Input& value,
   if (value.is_constant()) {
     out = ops::Const(hs.WithOpName(op_name), value.initializer(), dtype);
   } else if (value.node() == nullptr) {
-    scope.UpdateStatus(errors::InvalidArgument(
-        name_, ": hyper-parameter '", name, "' is a null Output"));
+    scope.UpdateStatus(errors::InvalidArgument(name_, ": hyper-parameter '",
+                                               name, "' is a null Output"));
   } else {
     out = CastTo(hs.WithOpName(op_name), value.output(), dtype);
   }
@@ -334,20 +339,6 @@ Status MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad,
   return scope.status();
 }
 
-Status MomentumOptimizer::ApplySparse(const Scope& scope,
-                                      const SparseGradientInfo& info,
-                                      const Variable& var, Operation* update) {
-  const DataType dt = var.dtype();
-  auto op = ops::ResourceSparseApplyMomentum(
-      scope, var.handle(), GetSlot(var, "momentum").handle(),
-      Hyper("learning_rate", learning_rate_, dt), info.values,
-      info.indices, Hyper("momentum", momentum_, dt),
-      ops::ResourceSparseApplyMomentum::UseLocking(use_locking())
-          .UseNesterov(use_nesterov_));
-  *update = op.operation;
-  return scope.status();
-}
-
 Status AdagradOptimizer::CreateSlots(const Scope& scope,
                                      const std::vector<Variable>& vars) {
   if (!(initial_accumulator_value_ > 0)) {
@@ -374,17 +365,6 @@ Status AdagradOptimizer::ApplyDense(const Scope& scope, const Output& grad,
   return scope.status();
 }
 
-Status AdagradOptimizer::ApplySparse(const Scope& scope,
-                                     const SparseGradientInfo& info,
-                                     const Variable& var, Operation* update) {
-  auto op = ops::ResourceSparseApplyAdagrad(
-      scope, var.handle(), GetSlot(var, "accumulator").handle(),
-      Hyper("learning_rate", learning_rate_, var.dtype()), info.values,
-      info.indices, ops::ResourceSparseApplyAdagrad::UseLocking(use_locking()));
-  *update = op.operation;
-  return scope.status();
-}
-
 Status RMSPropOptimizer::CreateSlots(const Scope& scope,
                                      const std::vector<Variable>& vars) {
   for (const Variable& v : vars) {
@@ -400,9 +380,8 @@ Status RMSPropOptimizer::ApplyDense(const Scope& scope, const Output& grad,
   auto op = ops::ResourceApplyRMSProp(
       scope, var.handle(), GetSlot(var, "rms").handle(),
       GetSlot(var, "momentum").handle(),
-      Hyper("learning_rate", learning_rate_, dt),
-      Hyper("decay", decay_, dt), Hyper("momentum", momentum_, dt),
-      Hyper("epsilon", epsilon_, dt), grad,
+      Hyper("learning_rate", learning_rate_, dt), Hyper("decay", decay_, dt),
+      Hyper("momentum", momentum_, dt), Hyper("epsilon", epsilon_, dt), grad,
       ops::ResourceApplyRMSProp::UseLocking(use_locking()));
   *update = op.operation;
   return scope.status();
@@ -439,9 +418,8 @@ Status AdamOptimizer::ApplyDense(const Scope& scope, const Output& grad,
       GetSlot(var, "v").handle(),
       Hyper("beta1_power", beta1_power_.value(), dt),
       Hyper("beta2_power", beta2_power_.value(), dt),
-      Hyper("learning_rate", learning_rate_, dt),
-      Hyper("beta1", beta1_, dt), Hyper("beta2", beta2_, dt),
-      Hyper("epsilon", epsilon_, dt), grad,
+      Hyper("learning_rate", learning_rate_, dt), Hyper("beta1", beta1_, dt),
+      Hyper("beta2", beta2_, dt), Hyper("epsilon", epsilon_, dt), grad,
       ops::ResourceApplyAdam::UseLocking(use_locking()));
   *update = op.operation;
   return scope.status();
@@ -454,8 +432,9 @@ Status AdamOptimizer::Finish(const Scope& scope,
   for (Variable* p : {&beta1_power_, &beta2_power_}) {
     const double beta = p == &beta1_power_ ? beta1_ : beta2_;
     const Scope ps = scope.ColocateWith(p->handle());
-    auto next = ops::Mul(ps.WithOpName(p == &beta1_power_ ? "mul_beta1" : "mul_beta2"),
-                         p->value(), beta);
+    auto next =
+        ops::Mul(ps.WithOpName(p == &beta1_power_ ? "mul_beta1" : "mul_beta2"),
+                 p->value(), beta);
     auto assign = ops::AssignVariableOp(
         ps.WithOpName(p == &beta1_power_ ? "update_beta1_power"
                                          : "update_beta2_power"),
@@ -480,9 +459,9 @@ Status AdadeltaOptimizer::ApplyDense(const Scope& scope, const Output& grad,
   auto op = ops::ResourceApplyAdadelta(
       scope, var.handle(), GetSlot(var, "accum").handle(),
       GetSlot(var, "accum_update").handle(),
-      Hyper("learning_rate", learning_rate_, dt),
-      Hyper("rho", rho_, dt), Hyper("epsilon", epsilon_, dt),
-      grad, ops::ResourceApplyAdadelta::UseLocking(use_locking()));
+      Hyper("learning_rate", learning_rate_, dt), Hyper("rho", rho_, dt),
+      Hyper("epsilon", epsilon_, dt), grad,
+      ops::ResourceApplyAdadelta::UseLocking(use_locking()));
   *update = op.operation;
   return scope.status();
 }
@@ -526,11 +505,12 @@ Output ExponentialDecay(const Scope& scope, const Input& learning_rate,
     return Output();
   }
   Output step = CastTo(ds, global_step, dt);
-  Output p = ops::RealDiv(ds, step, ops::Const(ds.WithOpName("decay_steps"),
-                                               static_cast<double>(decay_steps), dt));
+  Output p = ops::RealDiv(ds, step,
+                          ops::Const(ds.WithOpName("decay_steps"),
+                                     static_cast<double>(decay_steps), dt));
   if (staircase) p = ops::Floor(ds, p);
-  Output factor = ops::Pow(
-      ds, ops::Const(ds.WithOpName("decay_rate"), decay_rate, dt), p);
+  Output factor =
+      ops::Pow(ds, ops::Const(ds.WithOpName("decay_rate"), decay_rate, dt), p);
   return ops::Mul(ds, lr, factor);
 }
 

@@ -42,6 +42,14 @@
 // with it, a variable that is not float/double, and a global step that is
 // not an int32/int64 scalar. An Optimizer object builds into one graph.
 //
+// Note [Sparse updates]. TF 1.x applies a sparse (IndexedSlices) gradient
+// with the Sparse*Apply kernels after summing the rows of duplicate indices
+// (Unique + UnsortedSegmentSum); the kernels alone apply a duplicate index
+// twice, which for Momentum/Adagrad/Adam is a different update. Runnel has
+// no Unique op yet, so every optimizer here applies the dense gradient
+// (exactly TF's result, touching every row); the ApplySparse hook is where
+// the sparse path goes once duplicates can be summed in the graph.
+//
 // Thread safety: none; build from one thread.
 #ifndef RUNNEL_TRAINING_OPTIMIZER_H_
 #define RUNNEL_TRAINING_OPTIMIZER_H_
@@ -109,7 +117,8 @@ class Optimizer {
     return absl::OkStatus();
   }
   // Makes state shared by all updates (Adam's beta powers).
-  virtual Status Prepare(const Scope& scope, const std::vector<Variable>& vars) {
+  virtual Status Prepare(const Scope& scope,
+                         const std::vector<Variable>& vars) {
     return absl::OkStatus();
   }
   // Builds the update of `var` by the dense gradient `grad` in `scope`
@@ -118,13 +127,14 @@ class Optimizer {
                             const Variable& var, Operation* update) = 0;
   // Builds the update by a sparse gradient (rows `info.values` at
   // `info.indices`, runnel/graph/gradients.h). Only called when
-  // SupportsSparse().
+  // SupportsSparse(). See Note [Sparse updates].
   virtual bool SupportsSparse() const { return false; }
   virtual Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
                              const Variable& var, Operation* update);
   // Ops to run after all updates (control-dependent on `updates`) and to be
   // grouped with them (Adam's beta power updates).
-  virtual Status Finish(const Scope& scope, const std::vector<Operation>& updates,
+  virtual Status Finish(const Scope& scope,
+                        const std::vector<Operation>& updates,
                         std::vector<Operation>* more) {
     return absl::OkStatus();
   }
@@ -168,7 +178,8 @@ class GradientDescentOptimizer : public Optimizer {
   explicit GradientDescentOptimizer(const Input& learning_rate,
                                     bool use_locking = false,
                                     std::string name = "GradientDescent")
-      : Optimizer(std::move(name), use_locking), learning_rate_(learning_rate) {}
+      : Optimizer(std::move(name), use_locking),
+        learning_rate_(learning_rate) {}
 
  protected:
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
@@ -179,8 +190,7 @@ class GradientDescentOptimizer : public Optimizer {
 };
 
 // accum = momentum * accum + grad; var -= lr * accum, or with Nesterov
-// var -= lr * grad + lr * momentum * accum. Slot "momentum". Sparse
-// gradients update only their rows (ResourceSparseApplyMomentum).
+// var -= lr * grad + lr * momentum * accum. Slot "momentum".
 class MomentumOptimizer : public Optimizer {
  public:
   MomentumOptimizer(const Input& learning_rate, const Input& momentum,
@@ -196,9 +206,6 @@ class MomentumOptimizer : public Optimizer {
                      const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
-  bool SupportsSparse() const override { return true; }
-  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
-                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_, momentum_;
@@ -206,8 +213,7 @@ class MomentumOptimizer : public Optimizer {
 };
 
 // accum += grad^2; var -= lr * grad / sqrt(accum). Slot "accumulator",
-// starting at initial_accumulator_value (> 0). Sparse gradients update only
-// their rows (ResourceSparseApplyAdagrad).
+// starting at initial_accumulator_value (> 0).
 class AdagradOptimizer : public Optimizer {
  public:
   explicit AdagradOptimizer(const Input& learning_rate,
@@ -223,9 +229,6 @@ class AdagradOptimizer : public Optimizer {
                      const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
-  bool SupportsSparse() const override { return true; }
-  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
-                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_;
@@ -237,7 +240,8 @@ class AdagradOptimizer : public Optimizer {
 // Slots "rms" (ones) and "momentum" (zeros). TF 1.x's defaults.
 class RMSPropOptimizer : public Optimizer {
  public:
-  explicit RMSPropOptimizer(const Input& learning_rate, const Input& decay = 0.9,
+  explicit RMSPropOptimizer(const Input& learning_rate,
+                            const Input& decay = 0.9,
                             const Input& momentum = 0.0,
                             const Input& epsilon = 1e-10,
                             bool use_locking = false,
@@ -276,7 +280,8 @@ class AdamOptimizer : public Optimizer {
  protected:
   Status CreateSlots(const Scope& scope,
                      const std::vector<Variable>& vars) override;
-  Status Prepare(const Scope& scope, const std::vector<Variable>& vars) override;
+  Status Prepare(const Scope& scope,
+                 const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
   Status Finish(const Scope& scope, const std::vector<Operation>& updates,

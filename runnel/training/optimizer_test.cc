@@ -210,7 +210,8 @@ TEST(RMSPropTest, FirstTwoSteps) {
     }
     ExpectNear(xs[step], x);
   }
-  // Step 1 by hand: ms = [2.5, 4.5]; x = 1 - 0.01 * [-4/sqrt(2.5), 6/sqrt(4.5)].
+  // Step 1 by hand: ms = [2.5, 4.5]; x = 1 - 0.01 * [-4/sqrt(2.5),
+  // 6/sqrt(4.5)].
   ExpectNear(xs[0], {1.0252982, 0.9717157});
   EXPECT_EQ(opt.GetSlotNames(), (std::vector<std::string>{"momentum", "rms"}));
 }
@@ -293,12 +294,12 @@ TEST(OptimizerTest, EveryOptimizerConvergesOnTheQuadratic) {
     int steps;
   };
   std::vector<Case> cases = {
-      {"sgd", [] { return std::make_unique<GradientDescentOptimizer>(0.1); }, 50},
+      {"sgd", [] { return std::make_unique<GradientDescentOptimizer>(0.1); },
+       50},
       {"momentum",
        [] { return std::make_unique<MomentumOptimizer>(0.05, 0.5); }, 80},
       {"adagrad", [] { return std::make_unique<AdagradOptimizer>(1.0); }, 200},
-      {"rmsprop",
-       [] { return std::make_unique<RMSPropOptimizer>(0.05); }, 300},
+      {"rmsprop", [] { return std::make_unique<RMSPropOptimizer>(0.05); }, 300},
       {"adam", [] { return std::make_unique<AdamOptimizer>(0.2); }, 300},
       {"adadelta",
        [] { return std::make_unique<AdadeltaOptimizer>(1.0, 0.95, 1e-3); },
@@ -364,6 +365,26 @@ TEST(OptimizerTest, OnlyListedVariablesAreUpdated) {
   ExpectNear(Fetch(session, q.x.value()), {1.0, 1.0});
 }
 
+TEST(OptimizerTest, GatheredRowsGetTheSummedDenseGradient) {
+  // Note [Sparse updates]: a duplicated index adds its rows' gradients
+  // before the (dense) update, as TF's optimizers do.
+  Scope root = Scope::NewRootScope();
+  Variable emb(root, "emb", TensorShape({3, 2}), Initializer::Ones());
+  auto rows = ops::GatherV2(root, emb, {0, 0, 2}, 0);
+  auto loss = ops::Sum(root, rows, {0, 1});
+  MomentumOptimizer opt(0.1, 0.9);
+  Operation train;
+  ASSERT_OK(opt.Minimize(root, loss, {}, nullptr, &train));
+  ClientSession session(root);
+  ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(root)}));
+  ASSERT_OK(RunOps(session, {train}));
+  // grad = [[2, 2], [0, 0], [1, 1]]; accum = grad; emb -= 0.1 accum.
+  ExpectNear(Fetch(session, emb.value()), {0.8, 0.8, 1, 1, 0.9, 0.9});
+  ASSERT_OK(RunOps(session, {train}));
+  // accum = 0.9 grad + grad = 1.9 grad.
+  ExpectNear(Fetch(session, emb.value()), {0.42, 0.42, 1, 1, 0.71, 0.71});
+}
+
 // ---------------------------------------------------------------------------
 // Errors
 
@@ -396,7 +417,8 @@ TEST(OptimizerErrorTest, NoGradientAtAll) {
   Operation train;
   Status s = opt.ApplyGradients(q.root, {{Output(), q.x}}, nullptr, &train);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), HasSubstr("no gradients provided for any variable: [x]"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("no gradients provided for any variable: [x]"));
 }
 
 TEST(OptimizerErrorTest, DuplicateAndNullVariables) {
@@ -477,8 +499,7 @@ TEST(ExponentialDecayTest, ContinuousAndStaircase) {
     ASSERT_OK(session.Run({{step, s}}, {smooth, stairs}, &out));
     EXPECT_NEAR(out[0].scalar<float>(), 0.1 * std::pow(0.5, s / 10.0), 1e-7)
         << s;
-    EXPECT_NEAR(out[1].scalar<float>(), 0.1 * std::pow(0.5, s / 10), 1e-7)
-        << s;
+    EXPECT_NEAR(out[1].scalar<float>(), 0.1 * std::pow(0.5, s / 10), 1e-7) << s;
   }
 }
 

@@ -78,7 +78,8 @@ TEST(TrainTinyModelTest, MlpLossFallsWithEveryOptimizer) {
   };
   std::vector<Case> cases = {
       {"sgd", [] { return std::make_unique<GradientDescentOptimizer>(0.1); }},
-      {"momentum", [] { return std::make_unique<MomentumOptimizer>(0.05, 0.9); }},
+      {"momentum",
+       [] { return std::make_unique<MomentumOptimizer>(0.05, 0.9); }},
       {"nesterov",
        [] { return std::make_unique<MomentumOptimizer>(0.05, 0.9, true); }},
       {"adagrad", [] { return std::make_unique<AdagradOptimizer>(0.1); }},
@@ -110,11 +111,11 @@ TEST(TrainTinyModelTest, DropoutModelTrains) {
   auto labels = ops::Placeholder(root.WithOpName("labels"), DT_INT32);
   auto training = ops::Placeholder(root.WithOpName("training"), DT_BOOL);
   auto h = Dropout(root, Dense(root, x, 32, Activation::kRelu), 0.2, training);
-  auto loss =
-      SparseSoftmaxCrossEntropyLoss(root, Dense(root, h, 3), labels);
+  auto loss = SparseSoftmaxCrossEntropyLoss(root, Dense(root, h, 3), labels);
   AdamOptimizer opt(0.01);
   // Trains with dropout on; the final loss is measured with it on too.
-  auto [first, last] = Train(root, x, labels, loss, opt, 40, {{training, true}});
+  auto [first, last] =
+      Train(root, x, labels, loss, opt, 40, {{training, true}});
   EXPECT_LT(last, 0.5f * first);
 }
 
@@ -130,8 +131,11 @@ TEST(TrainTinyModelTest, SmallCnnLossFalls) {
     y.flat<int32_t>()[n] = c;
     for (int i = 0; i < 6; ++i) {
       for (int j = 0; j < 6; ++j) {
-        const bool on = c == 0 ? j < 3 : c == 1 ? i < 3 : (i >= 2 && i < 4 && j >= 2 && j < 4);
-        images.flat<float>()[(n * 6 + i) * 6 + j] = (on ? 1.f : 0.f) + noise(rng);
+        const bool on = c == 0   ? j < 3
+                        : c == 1 ? i < 3
+                                 : (i >= 2 && i < 4 && j >= 2 && j < 4);
+        images.flat<float>()[(n * 6 + i) * 6 + j] =
+            (on ? 1.f : 0.f) + noise(rng);
       }
     }
   }
