@@ -28,8 +28,8 @@ inline double Median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-inline void Report(const char* workload, const std::string& metric, double value,
-                   const char* unit) {
+inline void Report(const char* workload, const std::string& metric,
+                   double value, const char* unit) {
   std::printf("%s runnel %s=%.4g %s\n", workload, metric.c_str(), value, unit);
   std::fflush(stdout);
 }

@@ -11,10 +11,32 @@ namespace {
 
 std::string ChainGraph(int n) {
   std::string g = R"pb(
-    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-           attr { key: "value" value { tensor { dtype: DT_FLOAT
-                  tensor_shape { dim { size: 1 } } float_val: 1 } } } }
+    node {
+      name: "x"
+      op: "Placeholder"
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+    }
+    node {
+      name: "one"
+      op: "Const"
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+      attr {
+        key: "value"
+        value {
+          tensor {
+            dtype: DT_FLOAT
+            tensor_shape { dim { size: 1 } }
+            float_val: 1
+          }
+        }
+      }
+    }
   )pb";
   std::string prev = "x";
   for (int i = 0; i < n; ++i) {
@@ -33,7 +55,8 @@ void BM_OpOverhead(benchmark::State& state) {
   const std::string fetch = "add" + std::to_string(kChain - 1);
   Tensor x = Tensor::FromVector<float>({0});
   std::vector<Tensor> out;
-  for (auto _ : state) Check(session->Run({{"x", x}}, {fetch}, {}, &out), "run");
+  for (auto _ : state)
+    Check(session->Run({{"x", x}}, {fetch}, {}, &out), "run");
   state.SetItemsProcessed(state.iterations() * kChain);
 }
 BENCHMARK(BM_OpOverhead);
@@ -63,6 +86,7 @@ void ReportPeersFormat() {
 int main(int argc, char** argv) {
   runnel::bench::ReportPeersFormat();
   benchmark::Initialize(&argc, argv);
-  if (argc > 1 || std::getenv("RUNNEL_GBENCH")) benchmark::RunSpecifiedBenchmarks();
+  if (argc > 1 || std::getenv("RUNNEL_GBENCH"))
+    benchmark::RunSpecifiedBenchmarks();
   return 0;
 }

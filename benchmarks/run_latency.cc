@@ -8,10 +8,42 @@ namespace runnel::bench {
 namespace {
 
 constexpr char kGraph[] = R"pb(
-  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-  node { name: "one" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
-  node { name: "y" op: "AddV2" input: "x" input: "one" attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "x"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "one"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value {
+        tensor {
+          dtype: DT_FLOAT
+          tensor_shape {}
+          float_val: 1
+        }
+      }
+    }
+  }
+  node {
+    name: "y"
+    op: "AddV2"
+    input: "x"
+    input: "one"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
 )pb";
 
 void BM_RunLatency(benchmark::State& state) {
@@ -29,7 +61,8 @@ void ReportPeersFormat() {
   std::vector<double> t;
   for (int rep = 0; rep < 25; ++rep) {
     const double t0 = NowSeconds();
-    for (int i = 0; i < 1000; ++i) Check(session->Run({{"x", x}}, {"y"}, {}, &out), "run");
+    for (int i = 0; i < 1000; ++i)
+      Check(session->Run({{"x", x}}, {"y"}, {}, &out), "run");
     const double dt = NowSeconds() - t0;
     if (out[0].scalar<float>() != 42.0f) std::exit(1);
     if (rep >= 5) t.push_back(dt / 1000 * 1e6);
@@ -43,6 +76,7 @@ void ReportPeersFormat() {
 int main(int argc, char** argv) {
   runnel::bench::ReportPeersFormat();
   benchmark::Initialize(&argc, argv);
-  if (argc > 1 || std::getenv("RUNNEL_GBENCH")) benchmark::RunSpecifiedBenchmarks();
+  if (argc > 1 || std::getenv("RUNNEL_GBENCH"))
+    benchmark::RunSpecifiedBenchmarks();
   return 0;
 }

@@ -14,9 +14,32 @@ namespace runnel::bench {
 namespace {
 
 constexpr char kGraph[] = R"pb(
-  node { name: "a" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-  node { name: "b" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-  node { name: "c" op: "MatMul" input: "a" input: "b" attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "a"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "b"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "c"
+    op: "MatMul"
+    input: "a"
+    input: "b"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
 )pb";
 
 template <typename Fn>
@@ -42,14 +65,17 @@ void Run(bool with_raw) {
     for (float& v : a.flat<float>()) v = u(rng);
     for (float& v : b.flat<float>()) v = u(rng);
     std::vector<Tensor> out;
-    auto run = [&] { Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out), "run"); };
+    auto run = [&] {
+      Check(session->Run({{"a", a}, {"b", b}}, {"c"}, {}, &out), "run");
+    };
     run();
     // Spot check against a double-precision dot product.
     for (int t = 0; t < 8; ++t) {
       const int i = (t * 97) % n, j = (t * 131 + 7) % n;
       double ref = 0;
       for (int k = 0; k < n; ++k) {
-        ref += double(a.flat<float>()[size_t(i) * n + k]) * b.flat<float>()[size_t(k) * n + j];
+        ref += double(a.flat<float>()[size_t(i) * n + k]) *
+               b.flat<float>()[size_t(k) * n + j];
       }
       if (std::fabs(out[0].flat<float>()[size_t(i) * n + j] - ref) > 1e-3 * n) {
         std::fprintf(stderr, "sgemm N=%d: wrong result at (%d,%d)\n", n, i, j);

@@ -3,8 +3,8 @@
 namespace runnel {
 
 CpuDevice* TestCpuDevice() {
-  static CpuDevice* d =
-      new CpuDevice("/job:localhost/replica:0/task:0/device:CPU:0", CpuThreadPool());
+  static CpuDevice* d = new CpuDevice(
+      "/job:localhost/replica:0/task:0/device:CPU:0", CpuThreadPool());
   return d;
 }
 
@@ -22,8 +22,9 @@ StatusOr<std::vector<PartialTensorShape>> RunShapeFn(
   if (!props.op_reg->shape_fn) {
     return errors::Internal("op ", props.op, " has no shape function");
   }
-  InferenceContext c(props.name, props.op, &props.attrs, props.input_types, shapes,
-                     values, static_cast<int>(props.output_types.size()));
+  InferenceContext c(props.name, props.op, &props.attrs, props.input_types,
+                     shapes, values,
+                     static_cast<int>(props.output_types.size()));
   RETURN_IF_ERROR(props.op_reg->shape_fn(&c));
   return c.outputs();
 }
@@ -40,10 +41,12 @@ StatusOr<std::vector<PartialTensorShape>> InferShapes(
 
 Status OpTestCase::RunImpl(bool check_shapes) {
   outputs_.clear();
-  ASSIGN_OR_RETURN(auto props, NodeProperties::Create(node_name_, op_, "", attrs_));
+  ASSIGN_OR_RETURN(auto props,
+                   NodeProperties::Create(node_name_, op_, "", attrs_));
   if (props->input_types.size() != inputs_.size()) {
-    return errors::InvalidArgument("test declares ", inputs_.size(), " inputs but ",
-                                   op_, " takes ", props->input_types.size());
+    return errors::InvalidArgument("test declares ", inputs_.size(),
+                                   " inputs but ", op_, " takes ",
+                                   props->input_types.size());
   }
   std::vector<PartialTensorShape> shapes;
   std::vector<const Tensor*> values;
@@ -53,8 +56,10 @@ Status OpTestCase::RunImpl(bool check_shapes) {
   }
   if (check_shapes) {
     // Values unknown first: must not fail where values known would succeed.
-    ASSIGN_OR_RETURN(auto unknown_values, RunShapeFn(*props, shapes,
-                          std::vector<const Tensor*>(shapes.size(), nullptr)));
+    ASSIGN_OR_RETURN(
+        auto unknown_values,
+        RunShapeFn(*props, shapes,
+                   std::vector<const Tensor*>(shapes.size(), nullptr)));
     ASSIGN_OR_RETURN(inferred_, RunShapeFn(*props, shapes, values));
     for (size_t i = 0; i < unknown_values.size(); ++i) {
       if (!unknown_values[i].IsCompatibleWith(inferred_[i])) {
@@ -89,7 +94,8 @@ Status OpTestCase::RunImpl(bool check_shapes) {
     if (check_shapes && !inferred_[i].IsCompatibleWith(out.shape())) {
       return errors::Internal("shape function of ", op_, " inferred ",
                               inferred_[i].DebugString(), " for output ", i,
-                              " but the kernel produced ", out.shape().DebugString());
+                              " but the kernel produced ",
+                              out.shape().DebugString());
     }
     outputs_.push_back(std::move(out));
   }

@@ -44,7 +44,8 @@ class OpTestCase {
     return *this;
   }
   template <typename T>
-  OpTestCase& Input(std::initializer_list<int64_t> shape, std::vector<T> values) {
+  OpTestCase& Input(std::initializer_list<int64_t> shape,
+                    std::vector<T> values) {
     return Input(Tensor::FromVector<T>(values, TensorShape(shape)));
   }
 
@@ -60,7 +61,9 @@ class OpTestCase {
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   const Tensor& output(int i) const { return outputs_[i]; }
   // Shapes the shape function inferred with input values known.
-  const std::vector<PartialTensorShape>& inferred_shapes() const { return inferred_; }
+  const std::vector<PartialTensorShape>& inferred_shapes() const {
+    return inferred_;
+  }
 
  private:
   Status RunImpl(bool check_shapes);
@@ -86,20 +89,24 @@ template <typename T>
 void ExpectTensorEqual(const Tensor& actual, const Tensor& expected) {
   ASSERT_EQ(actual.dtype(), expected.dtype());
   ASSERT_EQ(actual.shape(), expected.shape())
-      << actual.shape().DebugString() << " vs " << expected.shape().DebugString();
+      << actual.shape().DebugString() << " vs "
+      << expected.shape().DebugString();
   auto a = actual.flat<T>();
   auto e = expected.flat<T>();
   for (size_t i = 0; i < a.size(); ++i) {
-    ASSERT_EQ(a[i], e[i]) << "at flat index " << i << ": " << actual.DebugString()
-                          << " vs " << expected.DebugString();
+    ASSERT_EQ(a[i], e[i]) << "at flat index " << i << ": "
+                          << actual.DebugString() << " vs "
+                          << expected.DebugString();
   }
 }
 
 template <typename T>
-void ExpectTensorNear(const Tensor& actual, const Tensor& expected, double tol) {
+void ExpectTensorNear(const Tensor& actual, const Tensor& expected,
+                      double tol) {
   ASSERT_EQ(actual.dtype(), expected.dtype());
   ASSERT_EQ(actual.shape(), expected.shape())
-      << actual.shape().DebugString() << " vs " << expected.shape().DebugString();
+      << actual.shape().DebugString() << " vs "
+      << expected.shape().DebugString();
   auto a = actual.flat<T>();
   auto e = expected.flat<T>();
   for (size_t i = 0; i < a.size(); ++i) {
@@ -116,15 +123,15 @@ void ExpectTensorNear(const Tensor& actual, const Tensor& expected, double tol) 
 
 }  // namespace runnel
 
-#define ASSERT_OK(expr)                                 \
-  do {                                                  \
-    ::absl::Status _st = (expr);                        \
-    ASSERT_TRUE(_st.ok()) << _st;                       \
+#define ASSERT_OK(expr)           \
+  do {                            \
+    ::absl::Status _st = (expr);  \
+    ASSERT_TRUE(_st.ok()) << _st; \
   } while (0)
-#define EXPECT_OK(expr)                                 \
-  do {                                                  \
-    ::absl::Status _st = (expr);                        \
-    EXPECT_TRUE(_st.ok()) << _st;                       \
+#define EXPECT_OK(expr)           \
+  do {                            \
+    ::absl::Status _st = (expr);  \
+    EXPECT_TRUE(_st.ok()) << _st; \
   } while (0)
 
 #endif  // RUNNEL_TESTING_OP_TEST_UTIL_H_

@@ -1,6 +1,7 @@
 // The `runnel` command line.
 //
-//   runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... [--target NODE]...
+//   runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... [--target
+//   NODE]...
 //                    [--init NODE]... [--repeat N] [--json]
 //
 // `--init` nodes run once first (e.g. a variable initializer); then the
@@ -95,7 +96,8 @@ class LiteralParser {
       return SetDim(depth, count, out, false);
     }
     // A scalar token: a quoted string or a bare word.
-    if (leaf_depth_ >= 0 && leaf_depth_ != depth) return Error("ragged nested list");
+    if (leaf_depth_ >= 0 && leaf_depth_ != depth)
+      return Error("ragged nested list");
     leaf_depth_ = depth;
     if (pos_ < s_.size() && (s_[pos_] == '"' || s_[pos_] == '\'')) {
       const char q = s_[pos_++];
@@ -106,8 +108,8 @@ class LiteralParser {
       return absl::OkStatus();
     }
     size_t start = pos_;
-    while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != ']' && s_[pos_] != '[' &&
-           s_[pos_] != ' ') {
+    while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != ']' &&
+           s_[pos_] != '[' && s_[pos_] != ' ') {
       ++pos_;
     }
     if (start == pos_) return Error("expected a value");
@@ -117,10 +119,12 @@ class LiteralParser {
 
   Status SetDim(int depth, int64_t n, Literal* out, bool empty) {
     if (static_cast<int>(dims_.size()) <= depth) dims_.resize(depth + 1, -1);
-    if (dims_[depth] >= 0 && dims_[depth] != n) return Error("ragged nested list");
+    if (dims_[depth] >= 0 && dims_[depth] != n)
+      return Error("ragged nested list");
     dims_[depth] = n;
     if (empty) {
-      if (leaf_depth_ >= 0 && leaf_depth_ != depth + 1) return Error("ragged nested list");
+      if (leaf_depth_ >= 0 && leaf_depth_ != depth + 1)
+        return Error("ragged nested list");
       leaf_depth_ = depth + 1;
     }
     out->shape.assign(dims_.begin(), dims_.end());
@@ -131,8 +135,8 @@ class LiteralParser {
     while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
   }
   Status Error(absl::string_view what) const {
-    return errors::InvalidArgument("cannot parse value '", s_, "' at offset ", pos_,
-                                   ": ", what);
+    return errors::InvalidArgument("cannot parse value '", s_, "' at offset ",
+                                   pos_, ": ", what);
   }
 
   absl::string_view s_;
@@ -165,42 +169,51 @@ bool ParseNumber(absl::string_view tok, T* out) {
   }
 }
 
-StatusOr<Tensor> MakeFeed(const std::string& name, const std::string& text, DataType dtype,
-                          const PartialTensorShape& declared) {
+StatusOr<Tensor> MakeFeed(const std::string& name, const std::string& text,
+                          DataType dtype, const PartialTensorShape& declared) {
   Literal lit;
   RETURN_IF_ERROR(LiteralParser(text).Parse(&lit));
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(lit.shape));
   // A single value for a placeholder declared with one element ([1], [1,1]).
-  if (shape.dims() == 0 && declared.IsFullyDefined() && declared.num_elements() == 1) {
+  if (shape.dims() == 0 && declared.IsFullyDefined() &&
+      declared.num_elements() == 1) {
     ASSIGN_OR_RETURN(shape, declared.AsTensorShape());
   }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(cpu_allocator(), dtype, shape));
   Status status;
   auto bad = [&](const std::string& tok) {
-    return errors::InvalidArgument("feed '", name, "': '", tok, "' is not a valid ",
-                                   DataTypeString(dtype));
+    return errors::InvalidArgument("feed '", name, "': '", tok,
+                                   "' is not a valid ", DataTypeString(dtype));
   };
   if (dtype == DT_STRING) {
     for (size_t i = 0; i < lit.leaves.size(); ++i) {
       absl::string_view tok = lit.leaves[i];
-      if (tok.size() >= 2 && (tok[0] == '"' || tok[0] == '\'')) tok = tok.substr(1, tok.size() - 2);
+      if (tok.size() >= 2 && (tok[0] == '"' || tok[0] == '\''))
+        tok = tok.substr(1, tok.size() - 2);
       t.flat<tstring>()[i] = std::string(tok);
     }
     return t;
   }
-  const bool ok = DispatchNumeric(dtype, [&]<typename T>() {
-    for (size_t i = 0; i < lit.leaves.size() && status.ok(); ++i) {
-      if (!ParseNumber<T>(lit.leaves[i], &t.flat<T>()[i])) status = bad(lit.leaves[i]);
-    }
-  }) || (dtype == DT_BOOL && [&] {
-    for (size_t i = 0; i < lit.leaves.size() && status.ok(); ++i) {
-      if (!ParseNumber<bool>(lit.leaves[i], &t.flat<bool>()[i])) status = bad(lit.leaves[i]);
-    }
-    return true;
-  }());
+  const bool ok =
+      DispatchNumeric(dtype,
+                      [&]<typename T>() {
+                        for (size_t i = 0; i < lit.leaves.size() && status.ok();
+                             ++i) {
+                          if (!ParseNumber<T>(lit.leaves[i], &t.flat<T>()[i]))
+                            status = bad(lit.leaves[i]);
+                        }
+                      }) ||
+      (dtype == DT_BOOL && [&] {
+        for (size_t i = 0; i < lit.leaves.size() && status.ok(); ++i) {
+          if (!ParseNumber<bool>(lit.leaves[i], &t.flat<bool>()[i]))
+            status = bad(lit.leaves[i]);
+        }
+        return true;
+      }());
   if (!ok) {
     return errors::InvalidArgument("feed '", name, "': cannot feed dtype ",
-                                   DataTypeString(dtype), " from the command line");
+                                   DataTypeString(dtype),
+                                   " from the command line");
   }
   RETURN_IF_ERROR(status);
   return t;
@@ -213,11 +226,21 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (c < 0x20 || c >= 0x7f) {
           char buf[8];
@@ -242,10 +265,12 @@ std::string JsonValue(const Tensor& t, int64_t i) {
 
 std::string JsonTensor(const Tensor& t) {
   std::vector<std::string> values;
-  for (int64_t i = 0; i < t.NumElements(); ++i) values.push_back(JsonValue(t, i));
-  return absl::StrCat("{\"dtype\": \"", DataTypeString(t.dtype()), "\", \"shape\": [",
-                      absl::StrJoin(t.shape().dim_sizes(), ", "), "], \"values\": [",
-                      absl::StrJoin(values, ", "), "]}");
+  for (int64_t i = 0; i < t.NumElements(); ++i)
+    values.push_back(JsonValue(t, i));
+  return absl::StrCat("{\"dtype\": \"", DataTypeString(t.dtype()),
+                      "\", \"shape\": [",
+                      absl::StrJoin(t.shape().dim_sizes(), ", "),
+                      "], \"values\": [", absl::StrJoin(values, ", "), "]}");
 }
 
 // ---------------------------------------------------------------------------
@@ -308,14 +333,19 @@ int Run(const std::vector<std::string>& args) {
     auto id = ParseTensorName(name);
     if (!id.ok()) return Fail(id.status());
     const Node* n = graph.FindNode(id->node);
-    if (n == nullptr) return Fail(errors::InvalidArgument("feed '", name, "': no node '", id->node, "'"));
+    if (n == nullptr)
+      return Fail(errors::InvalidArgument("feed '", name, "': no node '",
+                                          id->node, "'"));
     if (id->index < 0 || id->index >= n->num_outputs()) {
-      return Fail(errors::InvalidArgument("feed '", name, "': node '", id->node, "' has ",
-                                          n->num_outputs(), " outputs"));
+      return Fail(errors::InvalidArgument("feed '", name, "': node '", id->node,
+                                          "' has ", n->num_outputs(),
+                                          " outputs"));
     }
     PartialTensorShape declared;
-    if (!GetAttr(n->attrs(), "shape", &declared).ok()) declared = PartialTensorShape();
-    auto t = MakeFeed(name, text, BaseType(n->output_type(id->index)), declared);
+    if (!GetAttr(n->attrs(), "shape", &declared).ok())
+      declared = PartialTensorShape();
+    auto t =
+        MakeFeed(name, text, BaseType(n->output_type(id->index)), declared);
     if (!t.ok()) return Fail(t.status());
     feeds.emplace_back(name, std::move(*t));
   }
@@ -325,24 +355,29 @@ int Run(const std::vector<std::string>& args) {
   if (Status s = (*session)->Create(gdef); !s.ok()) return Fail(s);
   std::vector<Tensor> outputs;
   if (!inits.empty()) {
-    if (Status s = (*session)->Run({}, {}, inits, nullptr); !s.ok()) return Fail(s);
+    if (Status s = (*session)->Run({}, {}, inits, nullptr); !s.ok())
+      return Fail(s);
   }
   for (int64_t r = 0; r < repeat; ++r) {
-    if (Status s = (*session)->Run(feeds, fetches, targets, &outputs); !s.ok()) return Fail(s);
+    if (Status s = (*session)->Run(feeds, fetches, targets, &outputs); !s.ok())
+      return Fail(s);
   }
   if (json) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < fetches.size(); ++i) {
-      parts.push_back(absl::StrCat(JsonString(fetches[i]), ": ", JsonTensor(outputs[i])));
+      parts.push_back(
+          absl::StrCat(JsonString(fetches[i]), ": ", JsonTensor(outputs[i])));
     }
     std::cout << "{" << absl::StrJoin(parts, ", ") << "}\n";
   } else {
     for (size_t i = 0; i < fetches.size(); ++i) {
       const Tensor& t = outputs[i];
       std::cout << fetches[i] << " (" << DataTypeString(t.dtype()) << " "
-                << t.shape().DebugString() << "): " << t.SummarizeValue(1000) << "\n";
+                << t.shape().DebugString() << "): " << t.SummarizeValue(1000)
+                << "\n";
     }
-    if (fetches.empty()) std::cout << "ran " << absl::StrJoin(targets, ", ") << "\n";
+    if (fetches.empty())
+      std::cout << "ran " << absl::StrJoin(targets, ", ") << "\n";
   }
   return 0;
 }
@@ -355,20 +390,22 @@ int Inspect(const std::vector<std::string>& args) {
   Status import = ImportGraphDef(gdef, &graph);
   std::cout << args[0] << ": " << gdef.node_size() << " nodes, producer "
             << gdef.versions().producer() << "\n";
-  if (!import.ok()) std::cout << "  (does not import here: " << import.message() << ")\n";
+  if (!import.ok())
+    std::cout << "  (does not import here: " << import.message() << ")\n";
   std::map<std::string, int> histogram;
   std::map<std::string, int> devices;
   std::cout << "\nnodes:\n";
   for (const NodeDef& n : gdef.node()) {
     ++histogram[n.op()];
     ++devices[n.device().empty() ? "(unspecified)" : n.device()];
-    std::cout << "  " << n.name() << " = " << n.op() << "(" << absl::StrJoin(n.input(), ", ")
-              << ")";
+    std::cout << "  " << n.name() << " = " << n.op() << "("
+              << absl::StrJoin(n.input(), ", ") << ")";
     if (!n.device().empty()) std::cout << " @" << n.device();
     std::cout << "\n";
   }
   std::cout << "\ndevices:\n";
-  for (const auto& [d, c] : devices) std::cout << "  " << d << ": " << c << "\n";
+  for (const auto& [d, c] : devices)
+    std::cout << "  " << d << ": " << c << "\n";
   std::vector<std::pair<int, std::string>> ops;
   for (const auto& [op, c] : histogram) ops.emplace_back(-c, op);
   std::sort(ops.begin(), ops.end());

@@ -14,7 +14,8 @@ Status ReadFileToString(const std::string& path, std::string* contents) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     if (!FileExists(path)) return errors::NotFound("file not found: ", path);
-    return errors::Unavailable("cannot open ", path, ": ", std::strerror(errno));
+    return errors::Unavailable("cannot open ", path, ": ",
+                               std::strerror(errno));
   }
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -26,8 +27,8 @@ Status ReadFileToString(const std::string& path, std::string* contents) {
 Status WriteStringToFile(const std::string& path, absl::string_view contents) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) {
-    return errors::Unavailable("cannot open ", path, " for writing: ",
-                               std::strerror(errno));
+    return errors::Unavailable("cannot open ", path,
+                               " for writing: ", std::strerror(errno));
   }
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
   out.close();

@@ -13,10 +13,10 @@ namespace runnel::internal {
 }
 }  // namespace runnel::internal
 
-#define RUNNEL_CHECK(cond)                                            \
-  do {                                                                \
-    if (__builtin_expect(!(cond), 0))                                 \
-      ::runnel::internal::CheckFailed(__FILE__, __LINE__, #cond);     \
+#define RUNNEL_CHECK(cond)                                        \
+  do {                                                            \
+    if (__builtin_expect(!(cond), 0))                             \
+      ::runnel::internal::CheckFailed(__FILE__, __LINE__, #cond); \
   } while (0)
 
 #ifdef NDEBUG

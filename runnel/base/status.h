@@ -18,10 +18,10 @@ using StatusOr = absl::StatusOr<T>;
 
 namespace errors {
 
-#define RUNNEL_DEFINE_ERROR(Name)                         \
-  template <typename... Args>                             \
-  absl::Status Name(const Args&... args) {                \
-    return absl::Name##Error(absl::StrCat(args...));      \
+#define RUNNEL_DEFINE_ERROR(Name)                    \
+  template <typename... Args>                        \
+  absl::Status Name(const Args&... args) {           \
+    return absl::Name##Error(absl::StrCat(args...)); \
   }
 RUNNEL_DEFINE_ERROR(InvalidArgument)
 RUNNEL_DEFINE_ERROR(NotFound)
@@ -49,19 +49,19 @@ absl::Status Prefix(const absl::Status& status, absl::string_view prefix);
 #define RUNNEL_STATUS_CONCAT(a, b) RUNNEL_STATUS_CONCAT_INNER(a, b)
 
 // Evaluates `expr` (an absl::Status); returns it from the caller if not OK.
-#define RETURN_IF_ERROR(expr)                                   \
-  do {                                                          \
-    ::absl::Status runnel_status_ = (expr);                     \
+#define RETURN_IF_ERROR(expr)                                            \
+  do {                                                                   \
+    ::absl::Status runnel_status_ = (expr);                              \
     if (ABSL_PREDICT_FALSE(!runnel_status_.ok())) return runnel_status_; \
   } while (0)
 
 // ASSIGN_OR_RETURN(auto x, Foo()): evaluates a StatusOr, returns its status on
 // error, otherwise moves the value into `lhs`.
-#define ASSIGN_OR_RETURN(lhs, expr)                                          \
+#define ASSIGN_OR_RETURN(lhs, expr)                                        \
   RUNNEL_ASSIGN_OR_RETURN_IMPL(RUNNEL_STATUS_CONCAT(runnel_or_, __LINE__), \
                                lhs, expr)
-#define RUNNEL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                                 \
+#define RUNNEL_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)      \
+  auto tmp = (expr);                                      \
   if (ABSL_PREDICT_FALSE(!tmp.ok())) return tmp.status(); \
   lhs = std::move(tmp).value()
 

@@ -16,7 +16,8 @@ ThreadPool* CpuThreadPool() {
   return pool;
 }
 
-CpuDevice::CpuDevice(std::string name, ThreadPool* pool, ResourceMgr* resource_mgr)
+CpuDevice::CpuDevice(std::string name, ThreadPool* pool,
+                     ResourceMgr* resource_mgr)
     : name_(std::move(name)), pool_(pool) {
   if (resource_mgr == nullptr) {
     owned_rm_ = std::make_unique<ResourceMgr>();

@@ -18,7 +18,8 @@ class CpuDevice : public DeviceBase {
  public:
   // `name` is the full device name. `resource_mgr` may be null: the device
   // then owns a fresh one.
-  CpuDevice(std::string name, ThreadPool* pool, ResourceMgr* resource_mgr = nullptr);
+  CpuDevice(std::string name, ThreadPool* pool,
+            ResourceMgr* resource_mgr = nullptr);
   ~CpuDevice() override;
 
   const std::string& name() const override { return name_; }

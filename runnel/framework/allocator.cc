@@ -68,7 +68,8 @@ class CpuAllocator final : public Allocator {
  private:
   static void UpdateMax(std::atomic<int64_t>& m, int64_t v) {
     int64_t cur = m.load(std::memory_order_relaxed);
-    while (v > cur && !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+    while (v > cur &&
+           !m.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
     }
   }
 

@@ -32,12 +32,18 @@ Status GetAttr(const AttrMap& attrs, absl::string_view name, T* value);
 
 // Builds AttrValues from C++ values.
 AttrValue MakeAttrValue(int64_t v);
-inline AttrValue MakeAttrValue(int v) { return MakeAttrValue(static_cast<int64_t>(v)); }
+inline AttrValue MakeAttrValue(int v) {
+  return MakeAttrValue(static_cast<int64_t>(v));
+}
 AttrValue MakeAttrValue(float v);
 AttrValue MakeAttrValue(bool v);
 AttrValue MakeAttrValue(absl::string_view v);
-inline AttrValue MakeAttrValue(const char* v) { return MakeAttrValue(absl::string_view(v)); }
-inline AttrValue MakeAttrValue(const std::string& v) { return MakeAttrValue(absl::string_view(v)); }
+inline AttrValue MakeAttrValue(const char* v) {
+  return MakeAttrValue(absl::string_view(v));
+}
+inline AttrValue MakeAttrValue(const std::string& v) {
+  return MakeAttrValue(absl::string_view(v));
+}
 AttrValue MakeAttrValue(DataType v);
 AttrValue MakeAttrValue(const TensorShape& v);
 AttrValue MakeAttrValue(const PartialTensorShape& v);

@@ -19,7 +19,9 @@ bool ParseInt(absl::string_view s, int* out) {
 
 StatusOr<DeviceName> DeviceName::Parse(absl::string_view spec) {
   DeviceName d;
-  auto bad = [&] { return errors::InvalidArgument("malformed device name '", spec, "'"); };
+  auto bad = [&] {
+    return errors::InvalidArgument("malformed device name '", spec, "'");
+  };
   if (spec.empty()) return d;
   if (spec[0] != '/') return bad();
   for (absl::string_view part : absl::StrSplit(spec.substr(1), '/')) {
@@ -35,7 +37,8 @@ StatusOr<DeviceName> DeviceName::Parse(absl::string_view spec) {
     } else if (key == "device" && (kv.size() == 2 || kv.size() == 3)) {
       d.type = absl::AsciiStrToUpper(kv[1]);
       if (kv.size() == 3 && !ParseInt(kv[2], &d.id)) return bad();
-    } else if ((key == "cpu" || key == "gpu") && kv.size() == 2) {  // Legacy "/gpu:0".
+    } else if ((key == "cpu" || key == "gpu") &&
+               kv.size() == 2) {  // Legacy "/gpu:0".
       d.type = absl::AsciiStrToUpper(key);
       if (!ParseInt(kv[1], &d.id)) return bad();
     } else {
@@ -52,8 +55,10 @@ std::string DeviceName::ToString() const {
   if (task >= 0) absl::StrAppend(&s, "/task:", task);
   if (!type.empty()) {
     absl::StrAppend(&s, "/device:", type, ":");
-    if (id >= 0) absl::StrAppend(&s, id);
-    else absl::StrAppend(&s, "*");
+    if (id >= 0)
+      absl::StrAppend(&s, id);
+    else
+      absl::StrAppend(&s, "*");
   }
   return s;
 }

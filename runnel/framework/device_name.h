@@ -1,6 +1,7 @@
-// Device names, TensorFlow's way: "/job:localhost/replica:0/task:0/device:CPU:0".
-// Partial specs ("/device:GPU:1", "/cpu:0", "/job:worker/task:2", "") parse
-// too; unset fields match anything.
+// Device names, TensorFlow's way:
+// "/job:localhost/replica:0/task:0/device:CPU:0". Partial specs
+// ("/device:GPU:1", "/cpu:0", "/job:worker/task:2", "") parse too; unset fields
+// match anything.
 #ifndef RUNNEL_FRAMEWORK_DEVICE_NAME_H_
 #define RUNNEL_FRAMEWORK_DEVICE_NAME_H_
 
@@ -12,10 +13,10 @@
 namespace runnel {
 
 struct DeviceName {
-  std::string job;      // Empty: unset.
-  int replica = -1;     // -1: unset.
+  std::string job;   // Empty: unset.
+  int replica = -1;  // -1: unset.
   int task = -1;
-  std::string type;     // "CPU", "GPU" (upper case); empty: unset.
+  std::string type;  // "CPU", "GPU" (upper case); empty: unset.
   int id = -1;
 
   static StatusOr<DeviceName> Parse(absl::string_view spec);

@@ -26,7 +26,8 @@ Status SplitSpec(string_view spec, string_view* name, string_view* rest) {
   }
   *name = Strip(spec.substr(0, colon));
   *rest = Strip(spec.substr(colon + 1));
-  if (name->empty()) return errors::InvalidArgument("spec '", spec, "' has no name");
+  if (name->empty())
+    return errors::InvalidArgument("spec '", spec, "' has no name");
   return absl::OkStatus();
 }
 
@@ -40,23 +41,37 @@ size_t FindDefault(string_view s) {
       if (c == quote) quote = 0;
       continue;
     }
-    if (c == '\'' || c == '"') quote = c;
-    else if (c == '{' || c == '[' || c == '(') ++depth;
-    else if (c == '}' || c == ']' || c == ')') --depth;
-    else if (c == '=' && depth == 0 && (i == 0 || s[i - 1] != '>')) return i;
+    if (c == '\'' || c == '"')
+      quote = c;
+    else if (c == '{' || c == '[' || c == '(')
+      ++depth;
+    else if (c == '}' || c == ']' || c == ')')
+      --depth;
+    else if (c == '=' && depth == 0 && (i == 0 || s[i - 1] != '>'))
+      return i;
   }
   return string_view::npos;
 }
 
 bool ParseTypeSet(string_view s, std::vector<DataType>* types) {
-  if (s == "numbertype") { *types = NumberTypes(); return true; }
-  if (s == "realnumbertype") { *types = RealNumberTypes(); return true; }
-  if (s == "alltypes") { *types = AllTypes(); return true; }
+  if (s == "numbertype") {
+    *types = NumberTypes();
+    return true;
+  }
+  if (s == "realnumbertype") {
+    *types = RealNumberTypes();
+    return true;
+  }
+  if (s == "alltypes") {
+    *types = AllTypes();
+    return true;
+  }
   if (s == "quantizedtype") {
     *types = {DT_QINT8, DT_QUINT8, DT_QINT32, DT_QINT16, DT_QUINT16};
     return true;
   }
-  if (!absl::ConsumePrefix(&s, "{") || !absl::ConsumeSuffix(&s, "}")) return false;
+  if (!absl::ConsumePrefix(&s, "{") || !absl::ConsumeSuffix(&s, "}"))
+    return false;
   for (string_view part : absl::StrSplit(s, ',')) {
     DataType dt;
     if (!DataTypeFromString(Strip(part), &dt)) return false;
@@ -76,7 +91,8 @@ string_view Unquote(string_view s) {
 std::vector<string_view> ListItems(string_view s) {
   std::vector<string_view> items;
   s = Strip(s);
-  if (!absl::ConsumePrefix(&s, "[") || !absl::ConsumeSuffix(&s, "]")) return items;
+  if (!absl::ConsumePrefix(&s, "[") || !absl::ConsumeSuffix(&s, "]"))
+    return items;
   if (Strip(s).empty()) return items;
   for (string_view p : absl::StrSplit(s, ',')) items.push_back(Strip(p));
   return items;
@@ -90,7 +106,8 @@ Status ParseShapeDefault(string_view v, TensorShapeProto* out) {
   }
   for (string_view item : ListItems(v)) {
     int64_t d;
-    if (!absl::SimpleAtoi(item, &d)) return errors::InvalidArgument("bad shape default ", v);
+    if (!absl::SimpleAtoi(item, &d))
+      return errors::InvalidArgument("bad shape default ", v);
     out->add_dim()->set_size(d);
   }
   return absl::OkStatus();
@@ -179,12 +196,13 @@ Status ParseAttrSpec(string_view spec, OpDef::AttrDef* attr) {
   std::string base;
   std::vector<DataType> types;
   if (!inner.empty() && inner[0] == '{' && inner.size() > 1 &&
-      (inner[1] == '\'' || inner[1] == '"' || Strip(inner.substr(1))[0] == '\'' ||
-       Strip(inner.substr(1))[0] == '"')) {
+      (inner[1] == '\'' || inner[1] == '"' ||
+       Strip(inner.substr(1))[0] == '\'' || Strip(inner.substr(1))[0] == '"')) {
     base = "string";
     string_view body = inner.substr(1, inner.size() - 2);
     for (string_view p : absl::StrSplit(body, ',')) {
-      attr->mutable_allowed_values()->mutable_list()->add_s(std::string(Unquote(p)));
+      attr->mutable_allowed_values()->mutable_list()->add_s(
+          std::string(Unquote(p)));
     }
   } else if (ParseTypeSet(inner, &types)) {
     base = "type";
@@ -192,8 +210,8 @@ Status ParseAttrSpec(string_view spec, OpDef::AttrDef* attr) {
       attr->mutable_allowed_values()->mutable_list()->add_type(dt);
     }
   } else {
-    static const char* kKinds[] = {"int", "float", "bool", "string", "type",
-                                   "shape", "tensor", "func"};
+    static const char* kKinds[] = {"int",  "float", "bool",   "string",
+                                   "type", "shape", "tensor", "func"};
     for (const char* k : kKinds) {
       if (inner == k) base = k;
     }
@@ -203,8 +221,10 @@ Status ParseAttrSpec(string_view spec, OpDef::AttrDef* attr) {
   }
   attr->set_type(is_list ? absl::StrCat("list(", base, ")") : base);
   if (has_default) {
-    Status s = ParseDefault(attr->type(), default_str, attr->mutable_default_value());
-    if (!s.ok()) return errors::Prefix(s, absl::StrCat("attr spec '", spec, "': "));
+    Status s =
+        ParseDefault(attr->type(), default_str, attr->mutable_default_value());
+    if (!s.ok())
+      return errors::Prefix(s, absl::StrCat("attr spec '", spec, "': "));
   }
   return absl::OkStatus();
 }
@@ -251,19 +271,22 @@ Status ParseArgSpec(string_view spec, OpDef* op, OpDef::ArgDef* arg) {
     arg->set_type_attr(std::string(rest));
   } else if (a->type() == "list(type)") {
     if (!arg->number_attr().empty()) {
-      return errors::InvalidArgument("arg '", spec, "' mixes N * and a type list");
+      return errors::InvalidArgument("arg '", spec,
+                                     "' mixes N * and a type list");
     }
     arg->set_type_list_attr(std::string(rest));
   } else {
-    return errors::InvalidArgument("arg spec '", spec, "' refers to attr '", rest,
-                                   "' of type ", a->type());
+    return errors::InvalidArgument("arg spec '", spec, "' refers to attr '",
+                                   rest, "' of type ", a->type());
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-OpDefBuilder::OpDefBuilder(std::string op_name) { op_def_.set_name(std::move(op_name)); }
+OpDefBuilder::OpDefBuilder(std::string op_name) {
+  op_def_.set_name(std::move(op_name));
+}
 OpDefBuilder& OpDefBuilder::Input(std::string spec) {
   inputs_.push_back(std::move(spec));
   return *this;
@@ -304,7 +327,8 @@ OpDefBuilder& OpDefBuilder::Doc(std::string text) {
 Status OpDefBuilder::Finalize(OpRegistrationData* data) const {
   OpDef op = op_def_;
   auto where = [&](const Status& s) {
-    return errors::Prefix(s, absl::StrCat("REGISTER_OP(\"", op.name(), "\"): "));
+    return errors::Prefix(s,
+                          absl::StrCat("REGISTER_OP(\"", op.name(), "\"): "));
   };
   for (const auto& spec : attrs_) {
     Status s = ParseAttrSpec(spec, op.add_attr());
@@ -337,7 +361,8 @@ OpRegistry* OpRegistry::Global() {
 
 Status OpRegistry::Register(std::unique_ptr<OpRegistrationData> data) {
   const std::string& name = data->op_def.name();
-  if (ops_.count(name)) return errors::AlreadyExists("op '", name, "' registered twice");
+  if (ops_.count(name))
+    return errors::AlreadyExists("op '", name, "' registered twice");
   ops_.emplace(name, std::move(data));
   return absl::OkStatus();
 }
@@ -347,11 +372,12 @@ const OpRegistrationData* OpRegistry::LookUp(absl::string_view op) const {
   return it == ops_.end() ? nullptr : it->second.get();
 }
 
-Status OpRegistry::LookUpOpDef(absl::string_view op, const OpDef** op_def) const {
+Status OpRegistry::LookUpOpDef(absl::string_view op,
+                               const OpDef** op_def) const {
   const OpRegistrationData* d = LookUp(op);
   if (d == nullptr) {
-    return errors::NotFound("op type not registered: '", op,
-                            "' (Runnel has ", ops_.size(), " ops; see `runnel ops`)");
+    return errors::NotFound("op type not registered: '", op, "' (Runnel has ",
+                            ops_.size(), " ops; see `runnel ops`)");
   }
   *op_def = &d->op_def;
   return absl::OkStatus();
@@ -368,7 +394,8 @@ register_op::OpDefBuilderReceiver::OpDefBuilderReceiver(const OpDefBuilder& b) {
   Status s = b.Finalize(data.get());
   if (s.ok()) s = OpRegistry::Global()->Register(std::move(data));
   if (!s.ok()) {
-    std::fprintf(stderr, "op registration failed: %s\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "op registration failed: %s\n",
+                 std::string(s.message()).c_str());
     std::abort();
   }
 }
@@ -408,10 +435,11 @@ Status ValidateAttrs(const OpDef& op_def, const AttrMap& attrs) {
           if (x == t) return absl::OkStatus();
         }
         std::vector<std::string> names;
-        for (int x : allowed.type()) names.push_back(DataTypeString(static_cast<DataType>(x)));
-        return errors::InvalidArgument("attr '", a.name(), "' value ",
-                                       DataTypeString(t), " is not in the allowed list {",
-                                       absl::StrJoin(names, ", "), "}");
+        for (int x : allowed.type())
+          names.push_back(DataTypeString(static_cast<DataType>(x)));
+        return errors::InvalidArgument(
+            "attr '", a.name(), "' value ", DataTypeString(t),
+            " is not in the allowed list {", absl::StrJoin(names, ", "), "}");
       };
       auto check_string = [&](const std::string& s) -> Status {
         for (const auto& x : allowed.s()) {
@@ -423,7 +451,8 @@ Status ValidateAttrs(const OpDef& op_def, const AttrMap& attrs) {
       };
       if (a.type() == "type") RETURN_IF_ERROR(check_type(v.type()));
       if (a.type() == "list(type)") {
-        for (int t : v.list().type()) RETURN_IF_ERROR(check_type(static_cast<DataType>(t)));
+        for (int t : v.list().type())
+          RETURN_IF_ERROR(check_type(static_cast<DataType>(t)));
       }
       if (a.type() == "string") RETURN_IF_ERROR(check_string(v.s()));
       if (a.type() == "list(string)") {
@@ -432,11 +461,12 @@ Status ValidateAttrs(const OpDef& op_def, const AttrMap& attrs) {
     }
     if (a.has_minimum()) {
       int64_t got = -1;
-      if (a.type() == "int") got = v.i();
+      if (a.type() == "int")
+        got = v.i();
       else if (is_list) {
         const auto& l = v.list();
-        got = l.i_size() + l.f_size() + l.s_size() + l.b_size() + l.type_size() +
-              l.shape_size() + l.tensor_size() + l.func_size();
+        got = l.i_size() + l.f_size() + l.s_size() + l.b_size() +
+              l.type_size() + l.shape_size() + l.tensor_size() + l.func_size();
       }
       if (got >= 0 && got < a.minimum()) {
         return errors::InvalidArgument("attr '", a.name(), "' is ", got,
@@ -458,7 +488,8 @@ Status ValidateAttrs(const OpDef& op_def, const AttrMap& attrs) {
 
 namespace {
 
-Status ArgTypes(const OpDef::ArgDef& arg, const AttrMap& attrs, DataTypeVector* out) {
+Status ArgTypes(const OpDef::ArgDef& arg, const AttrMap& attrs,
+                DataTypeVector* out) {
   auto add = [&](DataType dt) {
     out->push_back(arg.is_ref() ? MakeRefType(dt) : dt);
   };
@@ -469,7 +500,8 @@ Status ArgTypes(const OpDef::ArgDef& arg, const AttrMap& attrs, DataTypeVector* 
     return absl::OkStatus();
   }
   DataType dt = arg.type();
-  if (!arg.type_attr().empty()) RETURN_IF_ERROR(GetAttr(attrs, arg.type_attr(), &dt));
+  if (!arg.type_attr().empty())
+    RETURN_IF_ERROR(GetAttr(attrs, arg.type_attr(), &dt));
   int64_t n = 1;
   if (!arg.number_attr().empty()) {
     RETURN_IF_ERROR(GetAttr(attrs, arg.number_attr(), &n));
@@ -487,15 +519,18 @@ Status InOutTypesForNode(const OpDef& op_def, const AttrMap& attrs,
                          DataTypeVector* inputs, DataTypeVector* outputs) {
   inputs->clear();
   outputs->clear();
-  for (const auto& a : op_def.input_arg()) RETURN_IF_ERROR(ArgTypes(a, attrs, inputs));
-  for (const auto& a : op_def.output_arg()) RETURN_IF_ERROR(ArgTypes(a, attrs, outputs));
+  for (const auto& a : op_def.input_arg())
+    RETURN_IF_ERROR(ArgTypes(a, attrs, inputs));
+  for (const auto& a : op_def.output_arg())
+    RETURN_IF_ERROR(ArgTypes(a, attrs, outputs));
   return absl::OkStatus();
 }
 
 Status NameRangesForNode(const OpDef& op_def, const AttrMap& attrs,
                          std::map<std::string, std::pair<int, int>>* inputs,
                          std::map<std::string, std::pair<int, int>>* outputs) {
-  auto ranges = [&](const auto& args, std::map<std::string, std::pair<int, int>>* out) {
+  auto ranges = [&](const auto& args,
+                    std::map<std::string, std::pair<int, int>>* out) {
     int start = 0;
     for (const auto& a : args) {
       DataTypeVector types;

@@ -86,7 +86,7 @@ struct OpDefBuilderReceiver {
 
 #define REGISTER_OP(name) REGISTER_OP_UNIQ_HELPER(__COUNTER__, name)
 #define REGISTER_OP_UNIQ_HELPER(ctr, name) REGISTER_OP_UNIQ(ctr, name)
-#define REGISTER_OP_UNIQ(ctr, name)                                     \
+#define REGISTER_OP_UNIQ(ctr, name)                                   \
   static ::runnel::register_op::OpDefBuilderReceiver register_op##ctr \
       [[maybe_unused]] = ::runnel::OpDefBuilder(name)
 

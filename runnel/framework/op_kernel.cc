@@ -76,9 +76,9 @@ Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape,
 void OpKernelContext::set_output(int i, Tensor t) {
   const DataType want = BaseType(expected_output_dtype(i));
   if (t.dtype() != want) {
-    SetStatus(errors::Internal("output ", i, " should be ", DataTypeString(want),
-                               " but the kernel produced ",
-                               DataTypeString(t.dtype())));
+    SetStatus(errors::Internal(
+        "output ", i, " should be ", DataTypeString(want),
+        " but the kernel produced ", DataTypeString(t.dtype())));
     return;
   }
   Output& o = outputs_[i];
@@ -121,8 +121,8 @@ KernelRegistry* KernelRegistry::Global() {
 void KernelRegistry::Register(KernelDef def, std::string class_name,
                               KernelFactory factory) {
   std::string op = def.op;
-  kernels_.emplace(std::move(op),
-                   Entry{std::move(def), std::move(class_name), std::move(factory)});
+  kernels_.emplace(std::move(op), Entry{std::move(def), std::move(class_name),
+                                        std::move(factory)});
 }
 
 namespace {
@@ -153,21 +153,24 @@ bool Matches(const KernelDef& def, const NodeProperties& node,
 
 std::string NodeLabel(const NodeProperties& node) {
   auto it = node.attrs.find("_kernel");
-  if (it == node.attrs.end() || it->second.value_case() != AttrValue::kS) return "";
+  if (it == node.attrs.end() || it->second.value_case() != AttrValue::kS)
+    return "";
   return it->second.s();
 }
 
 }  // namespace
 
 Status KernelRegistry::FindKernel(const std::string& device_type,
-                                  const NodeProperties& node, const KernelDef** def,
+                                  const NodeProperties& node,
+                                  const KernelDef** def,
                                   const KernelFactory** factory) const {
   const std::string label = NodeLabel(node);
   const Entry* best = nullptr;
   auto range = kernels_.equal_range(node.op);
   for (auto it = range.first; it != range.second; ++it) {
     const Entry& e = it->second;
-    if (e.def.device_type != device_type || !Matches(e.def, node, label)) continue;
+    if (e.def.device_type != device_type || !Matches(e.def, node, label))
+      continue;
     if (best == nullptr || e.def.priority > best->def.priority) best = &e;
   }
   if (best != nullptr) {
@@ -181,9 +184,9 @@ Status KernelRegistry::FindKernel(const std::string& device_type,
       attrs.push_back(absl::StrCat(k, "=", DataTypeString(v.type())));
     }
   }
-  std::string msg = absl::StrCat("no ", device_type, " kernel registered for op ",
-                                 node.op, " on node '", node.name, "' with attrs [",
-                                 absl::StrJoin(attrs, ", "), "]");
+  std::string msg = absl::StrCat(
+      "no ", device_type, " kernel registered for op ", node.op, " on node '",
+      node.name, "' with attrs [", absl::StrJoin(attrs, ", "), "]");
   if (!label.empty()) absl::StrAppend(&msg, " and label '", label, "'");
   if (range.first == range.second) {
     absl::StrAppend(&msg, "; op ", node.op, " has no kernels at all");
@@ -196,10 +199,12 @@ Status KernelRegistry::FindKernel(const std::string& device_type,
   return errors::NotFound(msg);
 }
 
-std::vector<const KernelDef*> KernelRegistry::KernelsForOp(absl::string_view op) const {
+std::vector<const KernelDef*> KernelRegistry::KernelsForOp(
+    absl::string_view op) const {
   std::vector<const KernelDef*> out;
   auto range = kernels_.equal_range(op);
-  for (auto it = range.first; it != range.second; ++it) out.push_back(&it->second.def);
+  for (auto it = range.first; it != range.second; ++it)
+    out.push_back(&it->second.def);
   return out;
 }
 
@@ -215,7 +220,8 @@ Status CreateOpKernel(const std::string& device_type, DeviceBase* device,
                       std::unique_ptr<OpKernel>* kernel) {
   const KernelDef* def;
   const KernelFactory* factory;
-  RETURN_IF_ERROR(KernelRegistry::Global()->FindKernel(device_type, *props, &def, &factory));
+  RETURN_IF_ERROR(KernelRegistry::Global()->FindKernel(device_type, *props,
+                                                       &def, &factory));
   OpKernelConstruction construction(device_type, device, props);
   std::unique_ptr<OpKernel> k((*factory)(&construction));
   if (!construction.status().ok()) {

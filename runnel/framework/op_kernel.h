@@ -72,13 +72,19 @@ class OpKernelConstruction {
   const std::string& device_type() const { return device_type_; }
   DeviceBase* device() const { return device_; }
   const NodeProperties& props() const { return *props_; }
-  const std::shared_ptr<const NodeProperties>& props_shared() const { return props_; }
+  const std::shared_ptr<const NodeProperties>& props_shared() const {
+    return props_;
+  }
   const OpDef& op_def() const { return props_->op_def(); }
   const AttrMap& attrs() const { return props_->attrs; }
   const DataTypeVector& input_types() const { return props_->input_types; }
   const DataTypeVector& output_types() const { return props_->output_types; }
-  int num_inputs() const { return static_cast<int>(props_->input_types.size()); }
-  int num_outputs() const { return static_cast<int>(props_->output_types.size()); }
+  int num_inputs() const {
+    return static_cast<int>(props_->input_types.size());
+  }
+  int num_outputs() const {
+    return static_cast<int>(props_->output_types.size());
+  }
 
   template <typename T>
   Status GetAttr(absl::string_view attr, T* value) const {
@@ -120,8 +126,12 @@ class OpKernel {
   const std::string& name() const { return props_->name; }
   const std::string& type_string() const { return props_->op; }
   const NodeProperties& props() const { return *props_; }
-  int num_inputs() const { return static_cast<int>(props_->input_types.size()); }
-  int num_outputs() const { return static_cast<int>(props_->output_types.size()); }
+  int num_inputs() const {
+    return static_cast<int>(props_->input_types.size());
+  }
+  int num_outputs() const {
+    return static_cast<int>(props_->output_types.size());
+  }
   DataType input_type(int i) const { return props_->input_types[i]; }
   DataType output_type(int i) const { return props_->output_types[i]; }
   // "<Op> '<node>': ", the prefix of every error this kernel reports.
@@ -178,8 +188,12 @@ class OpKernelContext {
     return params_->cancellation_manager;
   }
   ResourceMgr* resource_manager() const { return params_->resource_manager; }
-  ThreadPool* intra_op_threadpool() const { return params_->device->intra_op_pool(); }
-  std::function<void(std::function<void()>)>* runner() const { return params_->runner; }
+  ThreadPool* intra_op_threadpool() const {
+    return params_->device->intra_op_pool();
+  }
+  std::function<void(std::function<void()>)>* runner() const {
+    return params_->runner;
+  }
 
   // Inputs.
   int num_inputs() const { return static_cast<int>(params_->inputs.size()); }
@@ -188,7 +202,9 @@ class OpKernelContext {
   const Tensor& input(int i) const { return *params_->inputs[i].tensor; }
   DataType input_dtype(int i) const { return op_kernel().input_type(i); }
   bool input_is_ref(int i) const { return params_->inputs[i].is_ref(); }
-  absl::Mutex* input_ref_mutex(int i) const { return params_->inputs[i].mutex_if_ref; }
+  absl::Mutex* input_ref_mutex(int i) const {
+    return params_->inputs[i].mutex_if_ref;
+  }
   // The referenced tensor of ref input i, for kernels that write it (Assign).
   Tensor* mutable_input(int i) const { return params_->inputs[i].tensor; }
   // Like input(i) but copies the Tensor under the ref mutex for ref inputs.
@@ -196,14 +212,16 @@ class OpKernelContext {
 
   // Outputs.
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
-  DataType expected_output_dtype(int i) const { return op_kernel().output_type(i); }
+  DataType expected_output_dtype(int i) const {
+    return op_kernel().output_type(i);
+  }
   // Allocates output i from the device allocator.
   Status allocate_output(int i, const TensorShape& shape, Tensor** out);
   // Reuses the buffer of one of `candidate_inputs` when this kernel holds the
   // only reference and dtype and size match; otherwise allocates.
-  Status forward_input_or_allocate_output(std::initializer_list<int> candidate_inputs,
-                                          int output, const TensorShape& shape,
-                                          Tensor** out);
+  Status forward_input_or_allocate_output(
+      std::initializer_list<int> candidate_inputs, int output,
+      const TensorShape& shape, Tensor** out);
   Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
   // Sets output i to `t` (sharing its buffer). Its dtype must match.
   void set_output(int i, Tensor t);
@@ -245,13 +263,13 @@ class OpKernelContext {
     }                                 \
   } while (0)
 
-#define OP_REQUIRES_OK(CTX, ...)                             \
-  do {                                                       \
-    ::absl::Status _s(__VA_ARGS__);                          \
-    if (ABSL_PREDICT_FALSE(!_s.ok())) {                      \
-      (CTX)->CtxFailure(_s);                                 \
-      return;                                                \
-    }                                                        \
+#define OP_REQUIRES_OK(CTX, ...)        \
+  do {                                  \
+    ::absl::Status _s(__VA_ARGS__);     \
+    if (ABSL_PREDICT_FALSE(!_s.ok())) { \
+      (CTX)->CtxFailure(_s);            \
+      return;                           \
+    }                                   \
   } while (0)
 
 // For async kernels: also calls CALLBACK before returning.
@@ -303,7 +321,8 @@ class KernelDefBuilder {
     def_.type_constraints.push_back({attr, {dt}});
     return *this;
   }
-  KernelDefBuilder& TypeConstraint(const char* attr, std::vector<DataType> dts) {
+  KernelDefBuilder& TypeConstraint(const char* attr,
+                                   std::vector<DataType> dts) {
     def_.type_constraints.push_back({attr, std::move(dts)});
     return *this;
   }
@@ -348,7 +367,8 @@ class KernelRegistry {
   // All registered kernels for `op` (any device).
   std::vector<const KernelDef*> KernelsForOp(absl::string_view op) const;
   // True if some kernel for the node exists on `device_type`.
-  bool HasKernel(const std::string& device_type, const NodeProperties& node) const;
+  bool HasKernel(const std::string& device_type,
+                 const NodeProperties& node) const;
 
  private:
   struct Entry {
@@ -366,7 +386,8 @@ Status CreateOpKernel(const std::string& device_type, DeviceBase* device,
 
 namespace kernel_factory {
 struct KernelRegistrar {
-  KernelRegistrar(const KernelDef& def, const char* class_name, KernelFactory f) {
+  KernelRegistrar(const KernelDef& def, const char* class_name,
+                  KernelFactory f) {
     KernelRegistry::Global()->Register(def, class_name, std::move(f));
   }
 };
@@ -376,12 +397,12 @@ struct KernelRegistrar {
   REGISTER_KERNEL_BUILDER_UNIQ_HELPER(__COUNTER__, kernel_builder, __VA_ARGS__)
 #define REGISTER_KERNEL_BUILDER_UNIQ_HELPER(ctr, kernel_builder, ...) \
   REGISTER_KERNEL_BUILDER_UNIQ(ctr, kernel_builder, __VA_ARGS__)
-#define REGISTER_KERNEL_BUILDER_UNIQ(ctr, kernel_builder, ...)              \
-  static ::runnel::kernel_factory::KernelRegistrar                          \
-      registrar__body__##ctr##__object [[maybe_unused]](                    \
-          ::runnel::kernel_builder.Build(), #__VA_ARGS__,                   \
-          [](::runnel::OpKernelConstruction* c) -> ::runnel::OpKernel* {    \
-            return new __VA_ARGS__(c);                                      \
+#define REGISTER_KERNEL_BUILDER_UNIQ(ctr, kernel_builder, ...)           \
+  static ::runnel::kernel_factory::KernelRegistrar                       \
+      registrar__body__##ctr##__object [[maybe_unused]] (                \
+          ::runnel::kernel_builder.Build(), #__VA_ARGS__,                \
+          [](::runnel::OpKernelConstruction* c) -> ::runnel::OpKernel* { \
+            return new __VA_ARGS__(c);                                   \
           })
 
 }  // namespace runnel

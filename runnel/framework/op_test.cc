@@ -46,7 +46,8 @@ TEST(OpRegistryTest, NodePropertiesValidate) {
   attrs["T"] = MakeAttrValue(DT_DOUBLE);
   auto bad = NodeProperties::Create("c", "TestOpConcat", "", attrs);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("'c'"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("'c'"), std::string::npos)
+      << bad.status();
 
   attrs["T"] = MakeAttrValue(DT_FLOAT);
   attrs["N"] = MakeAttrValue(1);
@@ -54,7 +55,8 @@ TEST(OpRegistryTest, NodePropertiesValidate) {
 
   attrs.erase("N");
   auto missing = NodeProperties::Create("c", "TestOpConcat", "", attrs);
-  EXPECT_NE(missing.status().message().find("missing attr 'N'"), std::string::npos);
+  EXPECT_NE(missing.status().message().find("missing attr 'N'"),
+            std::string::npos);
 
   EXPECT_EQ(NodeProperties::Create("x", "NoSuchOp", "", {}).status().code(),
             absl::StatusCode::kNotFound);

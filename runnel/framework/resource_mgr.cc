@@ -19,7 +19,8 @@ Status ResourceMgr::DoCreate(const std::string& container, std::type_index type,
   auto [it, inserted] = c.emplace(Key(type, name), r);
   if (!inserted) {
     r->Unref();
-    return errors::AlreadyExists("resource ", container, "/", name, " already exists");
+    return errors::AlreadyExists("resource ", container, "/", name,
+                                 " already exists");
   }
   return absl::OkStatus();
 }
@@ -46,11 +47,13 @@ Status ResourceMgr::DoDelete(const std::string& container, std::type_index type,
     absl::MutexLock l(&mu_);
     auto cit = containers_.find(container);
     if (cit == containers_.end()) {
-      return errors::NotFound("resource ", container, "/", name, " does not exist");
+      return errors::NotFound("resource ", container, "/", name,
+                              " does not exist");
     }
     auto it = cit->second.find(Key(type, name));
     if (it == cit->second.end()) {
-      return errors::NotFound("resource ", container, "/", name, " does not exist");
+      return errors::NotFound("resource ", container, "/", name,
+                              " does not exist");
     }
     r = it->second;
     cit->second.erase(it);
@@ -103,7 +106,8 @@ std::string ResourceMgr::DebugString() const {
   std::string out;
   for (const auto& [cname, c] : containers_) {
     for (const auto& [key, r] : c) {
-      absl::StrAppend(&out, cname, "/", key.second, ": ", r->DebugString(), "\n");
+      absl::StrAppend(&out, cname, "/", key.second, ": ", r->DebugString(),
+                      "\n");
     }
   }
   return out;

@@ -35,7 +35,8 @@ class ResourceMgr {
   // Takes ownership of one reference to `resource`. AlreadyExists (and the
   // reference is dropped) if the name is taken for this type.
   template <typename T>
-  Status Create(const std::string& container, const std::string& name, T* resource) {
+  Status Create(const std::string& container, const std::string& name,
+                T* resource) {
     return DoCreate(container, std::type_index(typeid(T)), name, resource);
   }
   // On success `*resource` holds a new reference the caller must Unref.
@@ -79,7 +80,8 @@ class ResourceMgr {
   using Key = std::pair<std::type_index, std::string>;
   struct KeyHash {
     size_t operator()(const Key& k) const {
-      return std::hash<std::type_index>()(k.first) ^ std::hash<std::string>()(k.second);
+      return std::hash<std::type_index>()(k.first) ^
+             std::hash<std::string>()(k.second);
     }
   };
   using Container = absl::flat_hash_map<Key, ResourceBase*, KeyHash>;

@@ -25,15 +25,16 @@ std::string InferenceContext::ErrorPrefix() const {
   return absl::StrCat(op_, " '", node_name_, "': ");
 }
 
-Status InferenceContext::WithRank(int i, int rank, PartialTensorShape* out) const {
+Status InferenceContext::WithRank(int i, int rank,
+                                  PartialTensorShape* out) const {
   const auto& s = inputs_[i];
   if (s.unknown_rank()) {
     *out = PartialTensorShape::UnknownDims(rank);
     return absl::OkStatus();
   }
   if (s.dims() != rank) {
-    return InvalidArgument("input ", i, " must have rank ", rank, " but has shape ",
-                           s.DebugString());
+    return InvalidArgument("input ", i, " must have rank ", rank,
+                           " but has shape ", s.DebugString());
   }
   *out = s;
   return absl::OkStatus();
@@ -84,8 +85,8 @@ bool InferenceContext::GetConstInts(int i, std::vector<int64_t>* values) const {
   return true;
 }
 
-Status InferenceContext::MakeShapeFromShapeTensor(int i,
-                                                  PartialTensorShape* out) const {
+Status InferenceContext::MakeShapeFromShapeTensor(
+    int i, PartialTensorShape* out) const {
   std::vector<int64_t> v;
   if (GetConstInts(i, &v)) {
     if (input_tensors_[i]->dims() > 1) {
@@ -94,7 +95,8 @@ Status InferenceContext::MakeShapeFromShapeTensor(int i,
     }
     PartialTensorShape s({});
     for (int64_t d : v) {
-      if (d < -1) return InvalidArgument("shape input ", i, " has dimension ", d);
+      if (d < -1)
+        return InvalidArgument("shape input ", i, " has dimension ", d);
       s.AddDim(d);
     }
     *out = s;
@@ -119,12 +121,14 @@ Status UnchangedShape(InferenceContext* c) {
 }
 
 Status ScalarShape(InferenceContext* c) {
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialTensorShape({}));
+  for (int i = 0; i < c->num_outputs(); ++i)
+    c->set_output(i, PartialTensorShape({}));
   return absl::OkStatus();
 }
 
 Status UnknownShape(InferenceContext* c) {
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialTensorShape());
+  for (int i = 0; i < c->num_outputs(); ++i)
+    c->set_output(i, PartialTensorShape());
   return absl::OkStatus();
 }
 

@@ -104,9 +104,9 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* a, DataType dtype,
   }
   TensorBuffer* b = TensorBuffer::Allocate(a, dtype, shape.num_elements());
   if (b == nullptr) {
-    return errors::ResourceExhausted("out of memory allocating tensor with shape ",
-                                     shape.DebugString(), " and type ",
-                                     DataTypeString(dtype), " on ", a->Name());
+    return errors::ResourceExhausted(
+        "out of memory allocating tensor with shape ", shape.DebugString(),
+        " and type ", DataTypeString(dtype), " on ", a->Name());
   }
   return Tensor(dtype, shape, b);
 }
@@ -174,7 +174,8 @@ void FillFromField(const Src& in, int64_t in_n, absl::Span<T> out, Conv conv) {
 
 template <typename T, typename Src>
 void FillSame(const Src& in, absl::Span<T> out) {
-  FillFromField(in, in.size(), out, [](const auto& v) { return static_cast<T>(v); });
+  FillFromField(in, in.size(), out,
+                [](const auto& v) { return static_cast<T>(v); });
 }
 
 template <typename C, typename Src>
@@ -198,7 +199,8 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
     return errors::InvalidArgument("TensorProto has unsupported dtype ",
                                    DataTypeString(dt));
   }
-  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromProto(proto.tensor_shape()));
+  ASSIGN_OR_RETURN(TensorShape shape,
+                   TensorShape::FromProto(proto.tensor_shape()));
   const int64_t n = shape.num_elements();
   if (dt != DT_STRING &&
       n > (int64_t{1} << 40) / static_cast<int64_t>(ElementSize(dt))) {
@@ -218,30 +220,57 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
     return t;
   }
   switch (dt) {
-    case DT_FLOAT: FillSame(proto.float_val(), t.flat<float>()); break;
-    case DT_DOUBLE: FillSame(proto.double_val(), t.flat<double>()); break;
-    case DT_INT32: FillSame(proto.int_val(), t.flat<int32_t>()); break;
-    case DT_INT16: FillSame(proto.int_val(), t.flat<int16_t>()); break;
-    case DT_INT8: FillSame(proto.int_val(), t.flat<int8_t>()); break;
-    case DT_UINT8: FillSame(proto.int_val(), t.flat<uint8_t>()); break;
-    case DT_UINT16: FillSame(proto.int_val(), t.flat<uint16_t>()); break;
-    case DT_INT64: FillSame(proto.int64_val(), t.flat<int64_t>()); break;
-    case DT_UINT32: FillSame(proto.uint32_val(), t.flat<uint32_t>()); break;
-    case DT_UINT64: FillSame(proto.uint64_val(), t.flat<uint64_t>()); break;
-    case DT_BOOL: FillSame(proto.bool_val(), t.flat<bool>()); break;
+    case DT_FLOAT:
+      FillSame(proto.float_val(), t.flat<float>());
+      break;
+    case DT_DOUBLE:
+      FillSame(proto.double_val(), t.flat<double>());
+      break;
+    case DT_INT32:
+      FillSame(proto.int_val(), t.flat<int32_t>());
+      break;
+    case DT_INT16:
+      FillSame(proto.int_val(), t.flat<int16_t>());
+      break;
+    case DT_INT8:
+      FillSame(proto.int_val(), t.flat<int8_t>());
+      break;
+    case DT_UINT8:
+      FillSame(proto.int_val(), t.flat<uint8_t>());
+      break;
+    case DT_UINT16:
+      FillSame(proto.int_val(), t.flat<uint16_t>());
+      break;
+    case DT_INT64:
+      FillSame(proto.int64_val(), t.flat<int64_t>());
+      break;
+    case DT_UINT32:
+      FillSame(proto.uint32_val(), t.flat<uint32_t>());
+      break;
+    case DT_UINT64:
+      FillSame(proto.uint64_val(), t.flat<uint64_t>());
+      break;
+    case DT_BOOL:
+      FillSame(proto.bool_val(), t.flat<bool>());
+      break;
     case DT_HALF:
       FillFromField(proto.half_val(), proto.half_val_size(), t.flat<half>(),
                     [](int32_t v) { return half{static_cast<uint16_t>(v)}; });
       break;
     case DT_BFLOAT16:
-      FillFromField(proto.half_val(), proto.half_val_size(), t.flat<bfloat16>(),
-                    [](int32_t v) { return bfloat16{static_cast<uint16_t>(v)}; });
+      FillFromField(
+          proto.half_val(), proto.half_val_size(), t.flat<bfloat16>(),
+          [](int32_t v) { return bfloat16{static_cast<uint16_t>(v)}; });
       break;
-    case DT_COMPLEX64: FillComplex(proto.scomplex_val(), t.flat<complex64>()); break;
-    case DT_COMPLEX128: FillComplex(proto.dcomplex_val(), t.flat<complex128>()); break;
+    case DT_COMPLEX64:
+      FillComplex(proto.scomplex_val(), t.flat<complex64>());
+      break;
+    case DT_COMPLEX128:
+      FillComplex(proto.dcomplex_val(), t.flat<complex128>());
+      break;
     case DT_STRING:
-      FillFromField(proto.string_val(), proto.string_val_size(), t.flat<tstring>(),
-                    [](const std::string& s) { return s; });
+      FillFromField(proto.string_val(), proto.string_val_size(),
+                    t.flat<tstring>(), [](const std::string& s) { return s; });
       break;
     case DT_RESOURCE: {
       auto out = t.flat<ResourceHandle>();
@@ -266,19 +295,45 @@ void Tensor::AsProtoField(TensorProto* proto) const {
   shape_.AsProto(proto->mutable_tensor_shape());
   const int64_t n = NumElements();
   switch (dtype_) {
-    case DT_FLOAT: for (float v : flat<float>()) proto->add_float_val(v); break;
-    case DT_DOUBLE: for (double v : flat<double>()) proto->add_double_val(v); break;
-    case DT_INT32: for (auto v : flat<int32_t>()) proto->add_int_val(v); break;
-    case DT_INT16: for (auto v : flat<int16_t>()) proto->add_int_val(v); break;
-    case DT_INT8: for (auto v : flat<int8_t>()) proto->add_int_val(v); break;
-    case DT_UINT8: for (auto v : flat<uint8_t>()) proto->add_int_val(v); break;
-    case DT_UINT16: for (auto v : flat<uint16_t>()) proto->add_int_val(v); break;
-    case DT_INT64: for (auto v : flat<int64_t>()) proto->add_int64_val(v); break;
-    case DT_UINT32: for (auto v : flat<uint32_t>()) proto->add_uint32_val(v); break;
-    case DT_UINT64: for (auto v : flat<uint64_t>()) proto->add_uint64_val(v); break;
-    case DT_BOOL: for (bool v : flat<bool>()) proto->add_bool_val(v); break;
-    case DT_HALF: for (auto v : flat<half>()) proto->add_half_val(v.bits); break;
-    case DT_BFLOAT16: for (auto v : flat<bfloat16>()) proto->add_half_val(v.bits); break;
+    case DT_FLOAT:
+      for (float v : flat<float>()) proto->add_float_val(v);
+      break;
+    case DT_DOUBLE:
+      for (double v : flat<double>()) proto->add_double_val(v);
+      break;
+    case DT_INT32:
+      for (auto v : flat<int32_t>()) proto->add_int_val(v);
+      break;
+    case DT_INT16:
+      for (auto v : flat<int16_t>()) proto->add_int_val(v);
+      break;
+    case DT_INT8:
+      for (auto v : flat<int8_t>()) proto->add_int_val(v);
+      break;
+    case DT_UINT8:
+      for (auto v : flat<uint8_t>()) proto->add_int_val(v);
+      break;
+    case DT_UINT16:
+      for (auto v : flat<uint16_t>()) proto->add_int_val(v);
+      break;
+    case DT_INT64:
+      for (auto v : flat<int64_t>()) proto->add_int64_val(v);
+      break;
+    case DT_UINT32:
+      for (auto v : flat<uint32_t>()) proto->add_uint32_val(v);
+      break;
+    case DT_UINT64:
+      for (auto v : flat<uint64_t>()) proto->add_uint64_val(v);
+      break;
+    case DT_BOOL:
+      for (bool v : flat<bool>()) proto->add_bool_val(v);
+      break;
+    case DT_HALF:
+      for (auto v : flat<half>()) proto->add_half_val(v.bits);
+      break;
+    case DT_BFLOAT16:
+      for (auto v : flat<bfloat16>()) proto->add_half_val(v.bits);
+      break;
     case DT_COMPLEX64:
       for (auto v : flat<complex64>()) {
         proto->add_scomplex_val(v.real());
@@ -329,31 +384,48 @@ std::string FloatString(T v) {
 
 std::string Tensor::ElementString(int64_t i) const {
   switch (dtype_) {
-    case DT_FLOAT: return FloatString(flat<float>()[i]);
-    case DT_DOUBLE: return FloatString(flat<double>()[i]);
-    case DT_HALF: return FloatString(HalfToFloat(flat<half>()[i]));
-    case DT_BFLOAT16: return FloatString(BFloat16ToFloat(flat<bfloat16>()[i]));
-    case DT_INT32: return std::to_string(flat<int32_t>()[i]);
-    case DT_INT16: return std::to_string(flat<int16_t>()[i]);
-    case DT_INT8: return std::to_string(flat<int8_t>()[i]);
-    case DT_UINT8: return std::to_string(flat<uint8_t>()[i]);
-    case DT_UINT16: return std::to_string(flat<uint16_t>()[i]);
-    case DT_INT64: return std::to_string(flat<int64_t>()[i]);
-    case DT_UINT32: return std::to_string(flat<uint32_t>()[i]);
-    case DT_UINT64: return std::to_string(flat<uint64_t>()[i]);
-    case DT_BOOL: return flat<bool>()[i] ? "true" : "false";
+    case DT_FLOAT:
+      return FloatString(flat<float>()[i]);
+    case DT_DOUBLE:
+      return FloatString(flat<double>()[i]);
+    case DT_HALF:
+      return FloatString(HalfToFloat(flat<half>()[i]));
+    case DT_BFLOAT16:
+      return FloatString(BFloat16ToFloat(flat<bfloat16>()[i]));
+    case DT_INT32:
+      return std::to_string(flat<int32_t>()[i]);
+    case DT_INT16:
+      return std::to_string(flat<int16_t>()[i]);
+    case DT_INT8:
+      return std::to_string(flat<int8_t>()[i]);
+    case DT_UINT8:
+      return std::to_string(flat<uint8_t>()[i]);
+    case DT_UINT16:
+      return std::to_string(flat<uint16_t>()[i]);
+    case DT_INT64:
+      return std::to_string(flat<int64_t>()[i]);
+    case DT_UINT32:
+      return std::to_string(flat<uint32_t>()[i]);
+    case DT_UINT64:
+      return std::to_string(flat<uint64_t>()[i]);
+    case DT_BOOL:
+      return flat<bool>()[i] ? "true" : "false";
     case DT_COMPLEX64: {
       auto v = flat<complex64>()[i];
-      return absl::StrCat("(", FloatString(v.real()), ",", FloatString(v.imag()), ")");
+      return absl::StrCat("(", FloatString(v.real()), ",",
+                          FloatString(v.imag()), ")");
     }
     case DT_COMPLEX128: {
       auto v = flat<complex128>()[i];
-      return absl::StrCat("(", FloatString(v.real()), ",", FloatString(v.imag()), ")");
+      return absl::StrCat("(", FloatString(v.real()), ",",
+                          FloatString(v.imag()), ")");
     }
-    case DT_STRING: return absl::CEscape(flat<tstring>()[i]);
+    case DT_STRING:
+      return absl::CEscape(flat<tstring>()[i]);
     case DT_RESOURCE:
       return flat<ResourceHandle>()[i].DebugString();
-    default: return "?";
+    default:
+      return "?";
   }
 }
 

@@ -35,9 +35,11 @@ class TensorBuffer : public RefCounted {
   // Allocates `bytes` from `a`. For DT_STRING (DT_RESOURCE), that many
   // strings (ResourceHandles) are constructed in place and destroyed with
   // the buffer. Returns nullptr on allocation failure.
-  static TensorBuffer* Allocate(Allocator* a, DataType dt, int64_t num_elements);
+  static TensorBuffer* Allocate(Allocator* a, DataType dt,
+                                int64_t num_elements);
   // A sub-range of `root` (which gains a reference).
-  static TensorBuffer* SubBuffer(TensorBuffer* root, size_t offset, size_t bytes);
+  static TensorBuffer* SubBuffer(TensorBuffer* root, size_t offset,
+                                 size_t bytes);
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
@@ -109,7 +111,8 @@ class Tensor {
     return t;
   }
   template <typename T>
-  static Tensor FromVector(const std::vector<T>& values, const TensorShape& shape) {
+  static Tensor FromVector(const std::vector<T>& values,
+                           const TensorShape& shape) {
     RUNNEL_CHECK(static_cast<int64_t>(values.size()) == shape.num_elements());
     Tensor t(DataTypeToEnum<T>::value, shape);
     auto f = t.flat<T>();
@@ -118,7 +121,8 @@ class Tensor {
   }
   template <typename T>
   static Tensor FromVector(const std::vector<T>& values) {
-    return FromVector(values, TensorShape({static_cast<int64_t>(values.size())}));
+    return FromVector(values,
+                      TensorShape({static_cast<int64_t>(values.size())}));
   }
 
   DataType dtype() const { return dtype_; }
@@ -164,7 +168,8 @@ class Tensor {
   Tensor DeepCopy() const;
 
   bool SharesBufferWith(const Tensor& o) const {
-    return buf_ != nullptr && o.buf_ != nullptr && buf_->root() == o.buf_->root();
+    return buf_ != nullptr && o.buf_ != nullptr &&
+           buf_->root() == o.buf_->root();
   }
   // True if this tensor is the only holder of its buffer (safe to overwrite).
   bool RefCountIsOne() const {

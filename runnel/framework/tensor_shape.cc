@@ -30,7 +30,8 @@ StatusOr<TensorShape> TensorShape::FromDims(absl::Span<const int64_t> dims) {
 
 StatusOr<TensorShape> TensorShape::FromProto(const TensorShapeProto& proto) {
   if (proto.unknown_rank()) {
-    return errors::InvalidArgument("expected a fully defined shape, got unknown rank");
+    return errors::InvalidArgument(
+        "expected a fully defined shape, got unknown rank");
   }
   DimVector dims;
   for (const auto& d : proto.dim()) dims.push_back(d.size());
@@ -87,7 +88,8 @@ int64_t PartialTensorShape::num_elements() const {
 
 StatusOr<TensorShape> PartialTensorShape::AsTensorShape() const {
   if (!IsFullyDefined()) {
-    return errors::InvalidArgument("shape ", DebugString(), " is not fully defined");
+    return errors::InvalidArgument("shape ", DebugString(),
+                                   " is not fully defined");
   }
   return TensorShape(dims_);
 }

@@ -14,7 +14,8 @@ TEST(TensorShapeTest, Basics) {
   EXPECT_EQ(s.DebugString(), "[2,3,4]");
   EXPECT_EQ(TensorShape().num_elements(), 1);
   EXPECT_FALSE(TensorShape::FromDims({2, -1}).ok());
-  EXPECT_FALSE(TensorShape::FromDims({int64_t{1} << 40, int64_t{1} << 40}).ok());
+  EXPECT_FALSE(
+      TensorShape::FromDims({int64_t{1} << 40, int64_t{1} << 40}).ok());
 }
 
 TEST(PartialTensorShapeTest, MergeAndCompat) {
@@ -25,7 +26,8 @@ TEST(PartialTensorShapeTest, MergeAndCompat) {
   EXPECT_EQ(m->DebugString(), "[3,2]");
   EXPECT_TRUE(a.IsCompatibleWith(TensorShape({5, 2})));
   EXPECT_FALSE(a.IsCompatibleWith(TensorShape({5, 3})));
-  EXPECT_FALSE(PartialTensorShape({1, 2}).MergeWith(PartialTensorShape({1})).ok());
+  EXPECT_FALSE(
+      PartialTensorShape({1, 2}).MergeWith(PartialTensorShape({1})).ok());
   EXPECT_EQ(PartialTensorShape().DebugString(), "<unknown>");
 }
 
@@ -39,7 +41,8 @@ TEST(TensorTest, AlignedAndRefCounted) {
 }
 
 TEST(TensorTest, SliceSharesBuffer) {
-  Tensor t = Tensor::FromVector<int32_t>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
+  Tensor t =
+      Tensor::FromVector<int32_t>({1, 2, 3, 4, 5, 6}, TensorShape({3, 2}));
   Tensor s = t.Slice(1, 3);
   EXPECT_EQ(s.shape(), TensorShape({2, 2}));
   EXPECT_EQ(s.flat<int32_t>()[0], 3);
@@ -93,7 +96,8 @@ TEST(TensorProtoTest, ContentRoundTrip) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->flat<double>()[1], -2.25);
   p.mutable_tensor_content()->resize(20);  // Truncated content.
-  EXPECT_EQ(Tensor::FromProto(p).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tensor::FromProto(p).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(TensorProtoTest, BadProtos) {
@@ -126,7 +130,8 @@ TEST(AllocatorTest, Stats) {
 }
 
 TEST(TypesTest, HalfConversions) {
-  for (float f : {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) {
+  for (float f :
+       {0.0f, 1.0f, -2.5f, 65504.0f, 6.1035156e-05f, 5.9604645e-08f}) {
     EXPECT_EQ(HalfToFloat(FloatToHalf(f)), f) << f;
   }
   EXPECT_EQ(BFloat16ToFloat(FloatToBFloat16(1.5f)), 1.5f);

@@ -39,7 +39,8 @@ half FloatToHalf(float f) {
   const uint32_t abs = x & 0x7fffffffu;
   half h;
   if (abs >= 0x7f800000u) {  // Inf or NaN.
-    h.bits = static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0));
+    h.bits = static_cast<uint16_t>(sign | 0x7c00u |
+                                   (abs > 0x7f800000u ? 0x200u : 0));
     return h;
   }
   if (abs >= 0x477ff000u) {  // Rounds to >= 65520: overflow to inf.
@@ -132,15 +133,33 @@ bool DataTypeFromString(absl::string_view s, DataType* dt) {
 
 int DataTypeSize(DataType dt) {
   switch (BaseType(dt)) {
-    case DT_FLOAT: case DT_INT32: case DT_UINT32: case DT_QINT32: return 4;
-    case DT_DOUBLE: case DT_INT64: case DT_UINT64: case DT_COMPLEX64: return 8;
-    case DT_UINT8: case DT_INT8: case DT_BOOL: case DT_QINT8: case DT_QUINT8:
+    case DT_FLOAT:
+    case DT_INT32:
+    case DT_UINT32:
+    case DT_QINT32:
+      return 4;
+    case DT_DOUBLE:
+    case DT_INT64:
+    case DT_UINT64:
+    case DT_COMPLEX64:
+      return 8;
+    case DT_UINT8:
+    case DT_INT8:
+    case DT_BOOL:
+    case DT_QINT8:
+    case DT_QUINT8:
       return 1;
-    case DT_INT16: case DT_UINT16: case DT_HALF: case DT_BFLOAT16:
-    case DT_QINT16: case DT_QUINT16:
+    case DT_INT16:
+    case DT_UINT16:
+    case DT_HALF:
+    case DT_BFLOAT16:
+    case DT_QINT16:
+    case DT_QUINT16:
       return 2;
-    case DT_COMPLEX128: return 16;
-    default: return 0;
+    case DT_COMPLEX128:
+      return 16;
+    default:
+      return 0;
   }
 }
 
@@ -148,13 +167,20 @@ bool DataTypeIsPod(DataType dt) { return DataTypeSize(dt) > 0; }
 
 bool DataTypeIsFloating(DataType dt) {
   dt = BaseType(dt);
-  return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_HALF || dt == DT_BFLOAT16;
+  return dt == DT_FLOAT || dt == DT_DOUBLE || dt == DT_HALF ||
+         dt == DT_BFLOAT16;
 }
 
 bool DataTypeIsInteger(DataType dt) {
   switch (BaseType(dt)) {
-    case DT_INT8: case DT_INT16: case DT_INT32: case DT_INT64:
-    case DT_UINT8: case DT_UINT16: case DT_UINT32: case DT_UINT64:
+    case DT_INT8:
+    case DT_INT16:
+    case DT_INT32:
+    case DT_INT64:
+    case DT_UINT8:
+    case DT_UINT16:
+    case DT_UINT32:
+    case DT_UINT64:
       return true;
     default:
       return false;
@@ -168,8 +194,8 @@ bool DataTypeIsComplex(DataType dt) {
 
 const std::vector<DataType>& RealNumberTypes() {
   static const auto* v = new std::vector<DataType>{
-      DT_FLOAT, DT_DOUBLE, DT_INT32, DT_UINT8, DT_INT16, DT_INT8, DT_INT64,
-      DT_BFLOAT16, DT_UINT16, DT_HALF, DT_UINT32, DT_UINT64};
+      DT_FLOAT, DT_DOUBLE,   DT_INT32,  DT_UINT8, DT_INT16,  DT_INT8,
+      DT_INT64, DT_BFLOAT16, DT_UINT16, DT_HALF,  DT_UINT32, DT_UINT64};
   return *v;
 }
 

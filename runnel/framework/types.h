@@ -60,7 +60,8 @@ bool DataTypeIsFloating(DataType dt);  // half, bfloat16, float, double
 bool DataTypeIsInteger(DataType dt);   // signed and unsigned ints
 bool DataTypeIsComplex(DataType dt);
 
-// Named type sets used in op registrations ("numbertype", "realnumbertype", ...).
+// Named type sets used in op registrations ("numbertype", "realnumbertype",
+// ...).
 const std::vector<DataType>& NumberTypes();
 const std::vector<DataType>& RealNumberTypes();
 const std::vector<DataType>& AllTypes();
@@ -71,14 +72,14 @@ struct DataTypeToEnum {};
 template <DataType D>
 struct EnumToDataType {};
 
-#define RUNNEL_MATCH_TYPE_AND_ENUM(TYPE, ENUM)   \
-  template <>                                    \
-  struct DataTypeToEnum<TYPE> {                  \
-    static constexpr DataType value = ENUM;      \
-  };                                             \
-  template <>                                    \
-  struct EnumToDataType<ENUM> {                  \
-    using Type = TYPE;                           \
+#define RUNNEL_MATCH_TYPE_AND_ENUM(TYPE, ENUM) \
+  template <>                                  \
+  struct DataTypeToEnum<TYPE> {                \
+    static constexpr DataType value = ENUM;    \
+  };                                           \
+  template <>                                  \
+  struct EnumToDataType<ENUM> {                \
+    using Type = TYPE;                         \
   }
 RUNNEL_MATCH_TYPE_AND_ENUM(float, DT_FLOAT);
 RUNNEL_MATCH_TYPE_AND_ENUM(double, DT_DOUBLE);
@@ -105,29 +106,61 @@ RUNNEL_MATCH_TYPE_AND_ENUM(bfloat16, DT_BFLOAT16);
 template <typename Fn>
 bool DispatchNumeric(DataType dt, Fn&& fn) {
   switch (dt) {
-    case DT_FLOAT: fn.template operator()<float>(); return true;
-    case DT_DOUBLE: fn.template operator()<double>(); return true;
-    case DT_INT32: fn.template operator()<int32_t>(); return true;
-    case DT_INT64: fn.template operator()<int64_t>(); return true;
-    case DT_UINT8: fn.template operator()<uint8_t>(); return true;
-    case DT_INT8: fn.template operator()<int8_t>(); return true;
-    case DT_INT16: fn.template operator()<int16_t>(); return true;
-    case DT_UINT16: fn.template operator()<uint16_t>(); return true;
-    case DT_UINT32: fn.template operator()<uint32_t>(); return true;
-    case DT_UINT64: fn.template operator()<uint64_t>(); return true;
-    default: return false;
+    case DT_FLOAT:
+      fn.template operator()<float>();
+      return true;
+    case DT_DOUBLE:
+      fn.template operator()<double>();
+      return true;
+    case DT_INT32:
+      fn.template operator()<int32_t>();
+      return true;
+    case DT_INT64:
+      fn.template operator()<int64_t>();
+      return true;
+    case DT_UINT8:
+      fn.template operator()<uint8_t>();
+      return true;
+    case DT_INT8:
+      fn.template operator()<int8_t>();
+      return true;
+    case DT_INT16:
+      fn.template operator()<int16_t>();
+      return true;
+    case DT_UINT16:
+      fn.template operator()<uint16_t>();
+      return true;
+    case DT_UINT32:
+      fn.template operator()<uint32_t>();
+      return true;
+    case DT_UINT64:
+      fn.template operator()<uint64_t>();
+      return true;
+    default:
+      return false;
   }
 }
 // DispatchNumeric plus bool, half, bfloat16, complex: every POD type.
 template <typename Fn>
 bool DispatchPod(DataType dt, Fn&& fn) {
   switch (dt) {
-    case DT_BOOL: fn.template operator()<bool>(); return true;
-    case DT_HALF: fn.template operator()<half>(); return true;
-    case DT_BFLOAT16: fn.template operator()<bfloat16>(); return true;
-    case DT_COMPLEX64: fn.template operator()<complex64>(); return true;
-    case DT_COMPLEX128: fn.template operator()<complex128>(); return true;
-    default: return DispatchNumeric(dt, fn);
+    case DT_BOOL:
+      fn.template operator()<bool>();
+      return true;
+    case DT_HALF:
+      fn.template operator()<half>();
+      return true;
+    case DT_BFLOAT16:
+      fn.template operator()<bfloat16>();
+      return true;
+    case DT_COMPLEX64:
+      fn.template operator()<complex64>();
+      return true;
+    case DT_COMPLEX128:
+      fn.template operator()<complex128>();
+      return true;
+    default:
+      return DispatchNumeric(dt, fn);
   }
 }
 // DispatchPod plus string.

@@ -17,15 +17,17 @@ Status Node::input_edge(int i, const Edge** e) const {
 std::vector<const Edge*> Node::input_edges_in_order() const {
   std::vector<const Edge*> v(num_inputs(), nullptr);
   for (const Edge* e : in_edges_) {
-    if (!e->IsControlEdge() && e->dst_input() < num_inputs()) v[e->dst_input()] = e;
+    if (!e->IsControlEdge() && e->dst_input() < num_inputs())
+      v[e->dst_input()] = e;
   }
   return v;
 }
 
 bool Node::IsControlFlow() const {
-  static const char* kOps[] = {"Switch", "RefSwitch", "Merge", "RefMerge",
-                               "Enter", "RefEnter", "Exit", "RefExit",
-                               "NextIteration", "RefNextIteration", "LoopCond"};
+  static const char* kOps[] = {
+      "Switch",        "RefSwitch",        "Merge",   "RefMerge",
+      "Enter",         "RefEnter",         "Exit",    "RefExit",
+      "NextIteration", "RefNextIteration", "LoopCond"};
   for (const char* op : kOps) {
     if (type_string() == op) return true;
   }
@@ -35,8 +37,9 @@ bool Node::IsControlFlow() const {
 Status Node::SetAttr(const std::string& name, AttrValue value) {
   AttrMap attrs = props_->attrs;
   attrs[name] = std::move(value);
-  ASSIGN_OR_RETURN(auto p, NodeProperties::Create(props_->name, props_->op,
-                                                  props_->requested_device, attrs));
+  ASSIGN_OR_RETURN(auto p,
+                   NodeProperties::Create(props_->name, props_->op,
+                                          props_->requested_device, attrs));
   props_ = std::move(p);
   return absl::OkStatus();
 }
@@ -48,7 +51,8 @@ void Node::set_requested_device(const std::string& device) {
 }
 
 std::string Edge::DebugString() const {
-  if (IsControlEdge()) return absl::StrCat("^", src_->name(), " -> ", dst_->name());
+  if (IsControlEdge())
+    return absl::StrCat("^", src_->name(), " -> ", dst_->name());
   return absl::StrCat(src_->name(), ":", src_output_, " -> ", dst_->name(), ":",
                       dst_input_);
 }
@@ -77,34 +81,36 @@ StatusOr<Node*> Graph::AddNode(std::shared_ptr<const NodeProperties> props) {
 
 StatusOr<Node*> Graph::AddNode(std::string name, std::string op, AttrMap attrs,
                                std::string device) {
-  ASSIGN_OR_RETURN(auto props, NodeProperties::Create(std::move(name), std::move(op),
-                                                      std::move(device), std::move(attrs)));
+  ASSIGN_OR_RETURN(auto props,
+                   NodeProperties::Create(std::move(name), std::move(op),
+                                          std::move(device), std::move(attrs)));
   return AddNode(std::move(props));
 }
 
 StatusOr<const Edge*> Graph::AddEdge(Node* src, int x, Node* dst, int y) {
   const bool control = x == kControlSlot;
   if (control != (y == kControlSlot)) {
-    return errors::InvalidArgument("edge ", src->name(), ":", x, " -> ", dst->name(),
-                                   ":", y, " mixes control and data slots");
+    return errors::InvalidArgument("edge ", src->name(), ":", x, " -> ",
+                                   dst->name(), ":", y,
+                                   " mixes control and data slots");
   }
   if (!control) {
     if (x < 0 || x >= src->num_outputs()) {
-      return errors::InvalidArgument("node '", dst->name(), "' input ", y,
-                                     " refers to output ", x, " of '", src->name(),
-                                     "' (", src->type_string(), "), which has ",
-                                     src->num_outputs(), " outputs");
+      return errors::InvalidArgument(
+          "node '", dst->name(), "' input ", y, " refers to output ", x,
+          " of '", src->name(), "' (", src->type_string(), "), which has ",
+          src->num_outputs(), " outputs");
     }
     if (y < 0 || y >= dst->num_inputs()) {
-      return errors::InvalidArgument("node '", dst->name(), "' (", dst->type_string(),
-                                     ") has ", dst->num_inputs(),
-                                     " inputs; no input ", y);
+      return errors::InvalidArgument(
+          "node '", dst->name(), "' (", dst->type_string(), ") has ",
+          dst->num_inputs(), " inputs; no input ", y);
     }
     if (!TypesCompatible(src->output_type(x), dst->input_type(y))) {
       return errors::InvalidArgument(
           "node '", dst->name(), "' (", dst->type_string(), ") input ", y,
-          " expects ", DataTypeString(dst->input_type(y)), " but '", src->name(),
-          ":", x, "' is ", DataTypeString(src->output_type(x)));
+          " expects ", DataTypeString(dst->input_type(y)), " but '",
+          src->name(), ":", x, "' is ", DataTypeString(src->output_type(x)));
     }
   }
   auto e = std::unique_ptr<Edge>(new Edge);

@@ -31,18 +31,28 @@ class Node {
   const std::string& name() const { return props_->name; }
   const std::string& type_string() const { return props_->op; }
   const NodeProperties& props() const { return *props_; }
-  const std::shared_ptr<const NodeProperties>& props_shared() const { return props_; }
+  const std::shared_ptr<const NodeProperties>& props_shared() const {
+    return props_;
+  }
   const AttrMap& attrs() const { return props_->attrs; }
   const OpDef& op_def() const { return props_->op_def(); }
 
-  int num_inputs() const { return static_cast<int>(props_->input_types.size()); }
-  int num_outputs() const { return static_cast<int>(props_->output_types.size()); }
+  int num_inputs() const {
+    return static_cast<int>(props_->input_types.size());
+  }
+  int num_outputs() const {
+    return static_cast<int>(props_->output_types.size());
+  }
   DataType input_type(int i) const { return props_->input_types[i]; }
   DataType output_type(int i) const { return props_->output_types[i]; }
 
-  const std::string& requested_device() const { return props_->requested_device; }
+  const std::string& requested_device() const {
+    return props_->requested_device;
+  }
   const std::string& assigned_device_name() const { return assigned_device_; }
-  void set_assigned_device_name(std::string d) { assigned_device_ = std::move(d); }
+  void set_assigned_device_name(std::string d) {
+    assigned_device_ = std::move(d);
+  }
 
   // Edges in no particular order (data and control mixed).
   const std::vector<const Edge*>& in_edges() const { return in_edges_; }
@@ -113,7 +123,8 @@ class Graph {
 
   Node* FindNode(absl::string_view name) const;
   Node* FindNodeId(int id) const {
-    return id >= 0 && id < static_cast<int>(nodes_.size()) ? nodes_[id].get() : nullptr;
+    return id >= 0 && id < static_cast<int>(nodes_.size()) ? nodes_[id].get()
+                                                           : nullptr;
   }
   // Live nodes, in id order.
   std::vector<Node*> nodes() const;

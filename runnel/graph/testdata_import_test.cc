@@ -28,8 +28,7 @@ using ::testing::HasSubstr;
 
 // Ops whose families arrive after the graph layer (control flow, state).
 const absl::flat_hash_set<std::string>& OpsArrivingLater() {
-  static const auto* ops =
-      new absl::flat_hash_set<std::string>{};
+  static const auto* ops = new absl::flat_hash_set<std::string>{};
   return *ops;
 }
 

@@ -36,7 +36,8 @@ StatusOr<std::string> ReadMaybeGzip(const std::string& path) {
 }
 
 uint32_t BigEndian32(const unsigned char* p) {
-  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) |
+         (uint32_t{p[2]} << 8) | p[3];
 }
 
 }  // namespace
@@ -69,14 +70,17 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
   return t;
 }
 
-StatusOr<MnistSplit> LoadMnistSplit(const std::string& dir, const std::string& prefix) {
+StatusOr<MnistSplit> LoadMnistSplit(const std::string& dir,
+                                    const std::string& prefix) {
   ASSIGN_OR_RETURN(Tensor images,
                    ReadIdxFile(dir + "/" + prefix + "-images-idx3-ubyte.gz"));
   ASSIGN_OR_RETURN(Tensor labels,
                    ReadIdxFile(dir + "/" + prefix + "-labels-idx1-ubyte.gz"));
-  if (images.dims() != 3 || labels.dims() != 1 || images.dim_size(0) != labels.dim_size(0)) {
-    return errors::DataLoss("images ", images.shape().DebugString(), " and labels ",
-                            labels.shape().DebugString(), " do not match");
+  if (images.dims() != 3 || labels.dims() != 1 ||
+      images.dim_size(0) != labels.dim_size(0)) {
+    return errors::DataLoss("images ", images.shape().DebugString(),
+                            " and labels ", labels.shape().DebugString(),
+                            " do not match");
   }
   const int64_t n = images.dim_size(0);
   const int64_t pixels = images.dim_size(1) * images.dim_size(2);
@@ -86,7 +90,8 @@ StatusOr<MnistSplit> LoadMnistSplit(const std::string& dir, const std::string& p
   const uint8_t* src = images.flat<uint8_t>().data();
   float* dst = split.images.flat<float>().data();
   for (int64_t i = 0; i < n * pixels; ++i) dst[i] = src[i] / 255.0f;
-  for (int64_t i = 0; i < n; ++i) split.labels.flat<int32_t>()[i] = labels.flat<uint8_t>()[i];
+  for (int64_t i = 0; i < n; ++i)
+    split.labels.flat<int32_t>()[i] = labels.flat<uint8_t>()[i];
   return split;
 }
 

@@ -25,7 +25,8 @@ struct MnistSplit {
 };
 // Loads "<dir>/<prefix>-images-idx3-ubyte.gz" and "-labels-idx1-ubyte.gz",
 // prefix "train" or "t10k". Checks that the counts agree.
-StatusOr<MnistSplit> LoadMnistSplit(const std::string& dir, const std::string& prefix);
+StatusOr<MnistSplit> LoadMnistSplit(const std::string& dir,
+                                    const std::string& prefix);
 
 // Where Debian's dataset-fashion-mnist package puts the files.
 inline constexpr char kFashionMnistDir[] = "/usr/share/datasets/fashion-mnist";

@@ -13,8 +13,10 @@ std::string TempPath(const std::string& name) {
 
 TEST(IdxTest, ReadsHandWrittenFile) {
   // magic 0x00000803, dims 2 x 1 x 3, six bytes.
-  std::string bytes("\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x01\x00\x00\x00\x03"
-                    "\x01\x02\x03\xfd\xfe\xff", 22);
+  std::string bytes(
+      "\x00\x00\x08\x03\x00\x00\x00\x02\x00\x00\x00\x01\x00\x00\x00\x03"
+      "\x01\x02\x03\xfd\xfe\xff",
+      22);
   const std::string path = TempPath("small.idx");
   ASSERT_TRUE(WriteStringToFile(path, bytes).ok());
   auto t = ReadIdxFile(path);
@@ -24,13 +26,15 @@ TEST(IdxTest, ReadsHandWrittenFile) {
 }
 
 TEST(IdxTest, TruncatedAndGarbageFilesAreDataLoss) {
-  std::string bytes("\x00\x00\x08\x01\x00\x00\x00\x05\x01\x02", 10);  // 2 of 5 bytes.
+  std::string bytes("\x00\x00\x08\x01\x00\x00\x00\x05\x01\x02",
+                    10);  // 2 of 5 bytes.
   const std::string path = TempPath("short.idx");
   ASSERT_TRUE(WriteStringToFile(path, bytes).ok());
   EXPECT_EQ(ReadIdxFile(path).status().code(), absl::StatusCode::kDataLoss);
   ASSERT_TRUE(WriteStringToFile(path, "hello world").ok());
   EXPECT_EQ(ReadIdxFile(path).status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_EQ(ReadIdxFile("/nonexistent.idx").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadIdxFile("/nonexistent.idx").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(IdxTest, FashionMnistTestSplit) {

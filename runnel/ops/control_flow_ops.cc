@@ -45,8 +45,9 @@ REGISTER_OP("Switch")
     .Output("output_true: T")
     .Attr("T: type")
     .SetShapeFn(SwitchShape)
-    .Doc("Forwards `data` to the output port determined by `pred`.\n"
-         "The other output is dead.");
+    .Doc(
+        "Forwards `data` to the output port determined by `pred`.\n"
+        "The other output is dead.");
 
 REGISTER_OP("RefSwitch")
     .Input("data: Ref(T)")
@@ -56,7 +57,9 @@ REGISTER_OP("RefSwitch")
     .Attr("T: type")
     .SetAllowsUninitializedInput()
     .SetShapeFn(SwitchShape)
-    .Doc("Forwards the ref tensor `data` to the output port determined by `pred`.");
+    .Doc(
+        "Forwards the ref tensor `data` to the output port determined by "
+        "`pred`.");
 
 REGISTER_OP("Merge")
     .Input("inputs: N * T")
@@ -65,8 +68,9 @@ REGISTER_OP("Merge")
     .Attr("T: type")
     .Attr("N: int >= 1")
     .SetShapeFn(MergeShape)
-    .Doc("Forwards the value of an available tensor from `inputs` to `output`.\n"
-         "Fires on the first live input; `value_index` says which.");
+    .Doc(
+        "Forwards the value of an available tensor from `inputs` to `output`.\n"
+        "Fires on the first live input; `value_index` says which.");
 
 REGISTER_OP("RefMerge")
     .Input("inputs: Ref(N * T)")
@@ -76,7 +80,9 @@ REGISTER_OP("RefMerge")
     .Attr("N: int >= 1")
     .SetAllowsUninitializedInput()
     .SetShapeFn(MergeShape)
-    .Doc("Forwards the value of an available ref tensor from `inputs` to `output`.");
+    .Doc(
+        "Forwards the value of an available ref tensor from `inputs` to "
+        "`output`.");
 
 REGISTER_OP("Enter")
     .Input("data: T")
@@ -86,8 +92,9 @@ REGISTER_OP("Enter")
     .Attr("is_constant: bool = false")
     .Attr("parallel_iterations: int = 10")
     .SetShapeFn(shape_fns::UnchangedShape)
-    .Doc("Creates or finds a child frame, and makes `data` available to it.\n"
-         "With is_constant the value is available to every iteration.");
+    .Doc(
+        "Creates or finds a child frame, and makes `data` available to it.\n"
+        "With is_constant the value is available to every iteration.");
 
 REGISTER_OP("RefEnter")
     .Input("data: Ref(T)")
@@ -97,7 +104,9 @@ REGISTER_OP("RefEnter")
     .Attr("is_constant: bool = false")
     .Attr("parallel_iterations: int = 10")
     .SetShapeFn(shape_fns::UnchangedShape)
-    .Doc("Creates or finds a child frame, and makes the ref `data` available to it.");
+    .Doc(
+        "Creates or finds a child frame, and makes the ref `data` available to "
+        "it.");
 
 REGISTER_OP("Exit")
     .Input("data: T")
@@ -136,7 +145,9 @@ REGISTER_OP("LoopCond")
       c->set_output(0, s);
       return absl::OkStatus();
     })
-    .Doc("Forwards the input to the output; marks the loop termination condition.");
+    .Doc(
+        "Forwards the input to the output; marks the loop termination "
+        "condition.");
 
 REGISTER_OP("ControlTrigger")
     .SetShapeFn(shape_fns::NoOutputs)

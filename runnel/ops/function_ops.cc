@@ -44,8 +44,8 @@ class ArgKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, frame->GetArg(static_cast<int>(index_), &value));
     OP_REQUIRES(ctx, value->dtype() == output_type(0),
                 errors::InvalidArgument("argument ", index_, " has type ",
-                                        DataTypeString(value->dtype()),
-                                        " but ", DataTypeString(output_type(0)),
+                                        DataTypeString(value->dtype()), " but ",
+                                        DataTypeString(output_type(0)),
                                         " was expected"));
     ctx->set_output(0, *value);
   }
@@ -75,7 +75,8 @@ class RetvalKernel : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     CallFrameInterface* frame = ctx->call_frame();
     OP_REQUIRES(ctx, frame != nullptr, errors::Internal("no call frame"));
-    OP_REQUIRES_OK(ctx, frame->SetRetval(static_cast<int>(index_), ctx->input_value(0)));
+    OP_REQUIRES_OK(
+        ctx, frame->SetRetval(static_cast<int>(index_), ctx->input_value(0)));
   }
 
  private:

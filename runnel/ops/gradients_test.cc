@@ -479,12 +479,22 @@ TEST(GradientsTest, UnreachableResourceGetsZerosOfItsValue) {
 // Registry
 
 // Ops that TensorFlow differentiates but Runnel does not yet: while-loop and
-// cond gradients, and MaxPoolGrad's (needs MaxPoolGradGrad).
+// cond gradients, MaxPoolGrad's (needs MaxPoolGradGrad) and
+// FusedBatchNormGradV3's (second-order batch norm).
 const std::set<std::string>& NotYetDifferentiable() {
-  static const auto* ops = new std::set<std::string>{
-      "Switch",        "RefSwitch",        "Merge",    "RefMerge",
-      "Enter",         "RefEnter",         "Exit",     "RefExit",
-      "NextIteration", "RefNextIteration", "LoopCond", "MaxPoolGrad"};
+  static const auto* ops = new std::set<std::string>{"Switch",
+                                                     "RefSwitch",
+                                                     "Merge",
+                                                     "RefMerge",
+                                                     "Enter",
+                                                     "RefEnter",
+                                                     "Exit",
+                                                     "RefExit",
+                                                     "NextIteration",
+                                                     "RefNextIteration",
+                                                     "LoopCond",
+                                                     "MaxPoolGrad",
+                                                     "FusedBatchNormGradV3"};
   return *ops;
 }
 
@@ -536,7 +546,7 @@ const std::set<std::string>& CheckedOps() {
       "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
       "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
       "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "AvgPool",
-      "AvgPoolGrad",
+      "AvgPoolGrad", "FusedBatchNormV3",
       // variables (value checks), PreventGradient (its error)
       "ReadVariableOp", "ResourceGather", "PreventGradient"};
   return *ops;
@@ -1267,6 +1277,36 @@ TEST(PoolingGradTest, AvgPoolGrad) {
                                 "VALID");
       },
       Values({1, 2, 2, 2}));
+}
+
+// FusedBatchNormV3 is float-only: differentiate through Casts, with a
+// float-sized step. Training normalises with the batch statistics (the
+// gradient flows through them); inference with the given mean/variance.
+TEST(BatchNormGradTest, FusedBatchNormV3) {
+  for (bool training : {true, false}) {
+    for (const char* format : {"NHWC", "NCHW"}) {
+      SCOPED_TRACE(absl::StrCat(format, training ? " training" : " inference"));
+      CheckGrad(
+          [&](const Scope& s, const Outputs& xs) -> Outputs {
+            auto f = [&](const Output& v) { return ops::Cast(s, v, DT_FLOAT); };
+            const std::vector<float> stats =
+                training ? std::vector<float>{}
+                         : std::vector<float>{0.2f, -0.1f, 0.3f};
+            const std::vector<float> var =
+                training ? std::vector<float>{}
+                         : std::vector<float>{0.5f, 1.5f, 0.8f};
+            auto bn = ops::FusedBatchNormV3(
+                s, f(xs[0]), f(xs[1]), f(xs[2]),
+                ops::Const(s, Tensor::FromVector<float>(stats)),
+                ops::Const(s, Tensor::FromVector<float>(var)),
+                ops::FusedBatchNormV3::IsTraining(training).DataFormat(format));
+            return {ops::Cast(s, bn.y, DT_DOUBLE)};
+          },
+          {Values({2, 3, 2, 3}, -2, 2, 1), Values({3}, 0.5, 2, 2),
+           Values({3}, -1, 1, 3)},
+          5e-3, 1e-2);
+    }
+  }
 }
 
 }  // namespace

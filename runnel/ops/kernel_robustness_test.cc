@@ -24,9 +24,12 @@ Tensor Filled(DataType dt, const TensorShape& shape, double v) {
   }
   DispatchPod(dt, [&]<typename T>() {
     for (auto& x : t.flat<T>()) {
-      if constexpr (std::is_same_v<T, half>) x = FloatToHalf(static_cast<float>(v));
-      else if constexpr (std::is_same_v<T, bfloat16>) x = FloatToBFloat16(static_cast<float>(v));
-      else if constexpr (std::is_same_v<T, bool>) x = v > 0;
+      if constexpr (std::is_same_v<T, half>)
+        x = FloatToHalf(static_cast<float>(v));
+      else if constexpr (std::is_same_v<T, bfloat16>)
+        x = FloatToBFloat16(static_cast<float>(v));
+      else if constexpr (std::is_same_v<T, bool>)
+        x = v > 0;
       else if constexpr (std::is_integral_v<T>) {
         // Saturate: casting an out-of-range double to an integer is UB.
         const double lo = static_cast<double>(std::numeric_limits<T>::lowest());
@@ -49,8 +52,8 @@ AttrMap BaseAttrs(const OpDef& def, DataType default_type) {
     const std::string& t = a.type();
     if (t == "type") {
       const auto& allowed = a.allowed_values().list().type();
-      attrs[a.name()] = MakeAttrValue(allowed.empty() ? default_type
-                                                      : static_cast<DataType>(allowed[0]));
+      attrs[a.name()] = MakeAttrValue(
+          allowed.empty() ? default_type : static_cast<DataType>(allowed[0]));
     } else if (t == "int") {
       attrs[a.name()] = MakeAttrValue(std::max<int64_t>(2, a.minimum()));
     } else if (t == "list(type)") {
@@ -62,7 +65,8 @@ AttrMap BaseAttrs(const OpDef& def, DataType default_type) {
       attrs[a.name()] = MakeAttrValue(PartialTensorShape());
     } else if (t == "string") {
       const auto& allowed = a.allowed_values().list().s();
-      attrs[a.name()] = MakeAttrValue(allowed.empty() ? std::string() : allowed[0]);
+      attrs[a.name()] =
+          MakeAttrValue(allowed.empty() ? std::string() : allowed[0]);
     } else if (t == "float") {
       attrs[a.name()] = MakeAttrValue(1.0f);
     } else if (t == "bool") {
@@ -108,7 +112,8 @@ TEST(KernelRobustnessTest, EmptyScalarMismatchedAndExtremeInputs) {
     for (const AttrMap& attrs : Instantiations(d->op_def)) {
       auto props = NodeProperties::Create("n", op, "", attrs);
       if (!props.ok()) {
-        failures.push_back(op + ": cannot instantiate: " + std::string(props.status().message()));
+        failures.push_back(op + ": cannot instantiate: " +
+                           std::string(props.status().message()));
         continue;
       }
       const auto& in_types = (*props)->input_types;
@@ -121,8 +126,16 @@ TEST(KernelRobustnessTest, EmptyScalarMismatchedAndExtremeInputs) {
           {"empty", [](size_t) { return TensorShape({0}); }, 1},
           {"scalar", [](size_t) { return TensorShape({}); }, 1},
           {"scalar0", [](size_t) { return TensorShape({}); }, 0},
-          {"mismatched", [](size_t i) { return i % 2 ? TensorShape({4}) : TensorShape({2, 3}); }, 1},
-          {"negative", [](size_t i) { return i % 2 ? TensorShape({2}) : TensorShape({2, 3}); }, -1},
+          {"mismatched",
+           [](size_t i) {
+             return i % 2 ? TensorShape({4}) : TensorShape({2, 3});
+           },
+           1},
+          {"negative",
+           [](size_t i) {
+             return i % 2 ? TensorShape({2}) : TensorShape({2, 3});
+           },
+           -1},
           // One large value: out-of-range indices, big-but-sane sizes.
           {"large", [](size_t) { return TensorShape({1}); }, 100000},
       };
@@ -137,11 +150,13 @@ TEST(KernelRobustnessTest, EmptyScalarMismatchedAndExtremeInputs) {
         // functions), then with the shape-function cross-check.
         Status s = t.RunKernelOnly();
         if (s.code() != absl::StatusCode::kInternal) s = t.Run();
-        if (s.code() == absl::StatusCode::kInternal || s.code() == absl::StatusCode::kUnknown) {
+        if (s.code() == absl::StatusCode::kInternal ||
+            s.code() == absl::StatusCode::kUnknown) {
           std::vector<std::string> types;
-          for (const auto& [k, val] : attrs) types.push_back(k + "=" + SummarizeAttrValue(val));
-          failures.push_back(absl::StrCat(op, " [", absl::StrJoin(types, ","), "] ", v.name,
-                                          ": ", s.ToString()));
+          for (const auto& [k, val] : attrs)
+            types.push_back(k + "=" + SummarizeAttrValue(val));
+          failures.push_back(absl::StrCat(op, " [", absl::StrJoin(types, ","),
+                                          "] ", v.name, ": ", s.ToString()));
         }
       }
     }

@@ -1,8 +1,8 @@
 // The registry test: every registered op has a shape function, a doc string
 // and a CPU kernel for each dtype its type attrs allow.
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "absl/strings/str_join.h"
 #include "runnel/framework/op_kernel.h"
@@ -16,8 +16,9 @@ namespace {
 const std::set<std::string>& OpsWithoutKernelsYet() {
   // Control flow needs frames and dead tensors in the executor (issue #4).
   static const auto* s = new std::set<std::string>{
-      "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
-      "RefExit", "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"};
+      "Switch",        "RefSwitch",        "Merge",    "RefMerge",
+      "Enter",         "RefEnter",         "Exit",     "RefExit",
+      "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"};
   return *s;
 }
 
@@ -28,8 +29,10 @@ std::vector<AttrMap> TypeCombinations(const OpDef& def) {
   for (const auto& a : def.attr()) {
     if (a.type() != "type") continue;
     std::vector<DataType> allowed;
-    for (int t : a.allowed_values().list().type()) allowed.push_back(static_cast<DataType>(t));
-    if (allowed.empty()) continue;  // Any type: covered by the kernel's own tests.
+    for (int t : a.allowed_values().list().type())
+      allowed.push_back(static_cast<DataType>(t));
+    if (allowed.empty())
+      continue;  // Any type: covered by the kernel's own tests.
     std::vector<AttrMap> next;
     for (const AttrMap& c : combos) {
       for (DataType t : allowed) {
@@ -70,8 +73,10 @@ TEST(OpsRegistryTest, EveryOpHasShapeFnDocAndKernels) {
       for (const KernelDef* k : kernels) found |= KernelMatches(*k, combo);
       if (!found) {
         std::vector<std::string> types;
-        for (const auto& [k, v] : combo) types.push_back(k + "=" + DataTypeString(v.type()));
-        problems.push_back(name + ": no CPU kernel for " + absl::StrJoin(types, ","));
+        for (const auto& [k, v] : combo)
+          types.push_back(k + "=" + DataTypeString(v.type()));
+        problems.push_back(name + ": no CPU kernel for " +
+                           absl::StrJoin(types, ","));
       }
     }
   }
@@ -81,20 +86,99 @@ TEST(OpsRegistryTest, EveryOpHasShapeFnDocAndKernels) {
 
 // The ops issue #2 names must all exist.
 TEST(OpsRegistryTest, CoreOpsAreRegistered) {
-  const char* kOps[] = {
-      "Const", "Placeholder", "PlaceholderV2", "PlaceholderWithDefault", "Identity",
-      "IdentityN", "NoOp", "Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "FloorDiv",
-      "FloorMod", "Maximum", "Minimum", "Pow", "SquaredDifference", "Neg", "Abs", "Sign",
-      "Square", "Sqrt", "Rsqrt", "Exp", "Log", "Log1p", "Tanh", "Sigmoid", "Relu", "Relu6",
-      "Elu", "Softplus", "Floor", "Ceil", "Round", "Reciprocal", "Less", "LessEqual",
-      "Greater", "GreaterEqual", "Equal", "NotEqual", "LogicalAnd", "LogicalOr",
-      "LogicalNot", "Select", "SelectV2", "Cast", "MatMul", "BatchMatMulV2", "Sum", "Mean",
-      "Max", "Min", "Prod", "All", "Any", "ArgMax", "ArgMin", "Reshape", "Squeeze",
-      "ExpandDims", "Transpose", "ConcatV2", "Split", "SplitV", "Slice", "StridedSlice",
-      "Pack", "Unpack", "Tile", "Fill", "ZerosLike", "OnesLike", "Shape", "ShapeN", "Size",
-      "Rank", "Range", "GatherV2", "OneHot", "Softmax", "LogSoftmax", "BiasAdd", "AddN",
-      "RandomUniform", "RandomStandardNormal", "TruncatedNormal", "RandomUniformInt",
-      "BroadcastGradientArgs", "DynamicStitch"};
+  const char* kOps[] = {"Const",
+                        "Placeholder",
+                        "PlaceholderV2",
+                        "PlaceholderWithDefault",
+                        "Identity",
+                        "IdentityN",
+                        "NoOp",
+                        "Add",
+                        "AddV2",
+                        "Sub",
+                        "Mul",
+                        "Div",
+                        "RealDiv",
+                        "FloorDiv",
+                        "FloorMod",
+                        "Maximum",
+                        "Minimum",
+                        "Pow",
+                        "SquaredDifference",
+                        "Neg",
+                        "Abs",
+                        "Sign",
+                        "Square",
+                        "Sqrt",
+                        "Rsqrt",
+                        "Exp",
+                        "Log",
+                        "Log1p",
+                        "Tanh",
+                        "Sigmoid",
+                        "Relu",
+                        "Relu6",
+                        "Elu",
+                        "Softplus",
+                        "Floor",
+                        "Ceil",
+                        "Round",
+                        "Reciprocal",
+                        "Less",
+                        "LessEqual",
+                        "Greater",
+                        "GreaterEqual",
+                        "Equal",
+                        "NotEqual",
+                        "LogicalAnd",
+                        "LogicalOr",
+                        "LogicalNot",
+                        "Select",
+                        "SelectV2",
+                        "Cast",
+                        "MatMul",
+                        "BatchMatMulV2",
+                        "Sum",
+                        "Mean",
+                        "Max",
+                        "Min",
+                        "Prod",
+                        "All",
+                        "Any",
+                        "ArgMax",
+                        "ArgMin",
+                        "Reshape",
+                        "Squeeze",
+                        "ExpandDims",
+                        "Transpose",
+                        "ConcatV2",
+                        "Split",
+                        "SplitV",
+                        "Slice",
+                        "StridedSlice",
+                        "Pack",
+                        "Unpack",
+                        "Tile",
+                        "Fill",
+                        "ZerosLike",
+                        "OnesLike",
+                        "Shape",
+                        "ShapeN",
+                        "Size",
+                        "Rank",
+                        "Range",
+                        "GatherV2",
+                        "OneHot",
+                        "Softmax",
+                        "LogSoftmax",
+                        "BiasAdd",
+                        "AddN",
+                        "RandomUniform",
+                        "RandomStandardNormal",
+                        "TruncatedNormal",
+                        "RandomUniformInt",
+                        "BroadcastGradientArgs",
+                        "DynamicStitch"};
   for (const char* op : kOps) {
     EXPECT_NE(OpRegistry::Global()->LookUp(op), nullptr) << op;
   }

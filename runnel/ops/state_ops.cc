@@ -15,7 +15,8 @@ class LegacyVar : public ResourceBase {
   absl::Mutex* mu() { return &mu_; }
   Tensor* tensor() { return &tensor_; }
   std::string DebugString() const override {
-    return absl::StrCat(DataTypeString(dtype_), "/", tensor_.shape().DebugString());
+    return absl::StrCat(DataTypeString(dtype_), "/",
+                        tensor_.shape().DebugString());
   }
 
  private:
@@ -44,9 +45,10 @@ REGISTER_OP("VariableV2")
     .Attr("shared_name: string = ''")
     .SetIsStateful()
     .SetShapeFn(VariableShapeFn)
-    .Doc("Holds state in the form of a tensor that persists across steps.\n"
-         "Outputs a reference to the tensor; it must be initialised (Assign) "
-         "before it is read.");
+    .Doc(
+        "Holds state in the form of a tensor that persists across steps.\n"
+        "Outputs a reference to the tensor; it must be initialised (Assign) "
+        "before it is read.");
 
 REGISTER_OP("Variable")
     .Output("ref: Ref(dtype)")
@@ -70,14 +72,17 @@ class VariableKernel : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     ResourceMgr* rm = ctx->resource_manager();
-    OP_REQUIRES(ctx, rm != nullptr, errors::FailedPrecondition("no resource manager"));
-    const std::string& container = container_.empty() ? rm->default_container() : container_;
+    OP_REQUIRES(ctx, rm != nullptr,
+                errors::FailedPrecondition("no resource manager"));
+    const std::string& container =
+        container_.empty() ? rm->default_container() : container_;
     LegacyVar* var = nullptr;
-    OP_REQUIRES_OK(ctx, rm->LookupOrCreate<LegacyVar>(container, shared_name_, &var,
-                                                      [this](LegacyVar** v) {
-                                                        *v = new LegacyVar(dtype_);
-                                                        return absl::OkStatus();
-                                                      }));
+    OP_REQUIRES_OK(ctx,
+                   rm->LookupOrCreate<LegacyVar>(container, shared_name_, &var,
+                                                 [this](LegacyVar** v) {
+                                                   *v = new LegacyVar(dtype_);
+                                                   return absl::OkStatus();
+                                                 }));
     // The ResourceMgr keeps the variable alive for the session's lifetime.
     ctx->set_output_ref(0, var->mu(), var->tensor());
     var->Unref();
@@ -139,9 +144,10 @@ REGISTER_OP("Assign")
       c->set_output(0, merged);
       return absl::OkStatus();
     })
-    .Doc("Update 'ref' by assigning 'value' to it.\n"
-         "With validate_shape, an initialised ref keeps its shape and value "
-         "must match it.");
+    .Doc(
+        "Update 'ref' by assigning 'value' to it.\n"
+        "With validate_shape, an initialised ref keeps its shape and value "
+        "must match it.");
 
 class AssignKernel : public OpKernel {
  public:
@@ -153,14 +159,18 @@ class AssignKernel : public OpKernel {
     {
       absl::MutexLock l(ctx->input_ref_mutex(0));
       Tensor* ref = ctx->mutable_input(0);
-      const bool initialized = ref->IsInitialized() && ref->dtype() != DT_INVALID;
-      OP_REQUIRES(ctx,
-                  !validate_shape_ || !initialized || ref->shape() == value.shape(),
-                  errors::InvalidArgument("Assign requires shapes of both tensors to match. "
-                                          "lhs shape= ", ref->shape().DebugString(),
-                                          " rhs shape= ", value.shape().DebugString()));
-      if (initialized && ref->shape() == value.shape() && ref->RefCountIsOne() &&
-          value.dtype() != DT_STRING) {
+      const bool initialized =
+          ref->IsInitialized() && ref->dtype() != DT_INVALID;
+      OP_REQUIRES(
+          ctx,
+          !validate_shape_ || !initialized || ref->shape() == value.shape(),
+          errors::InvalidArgument(
+              "Assign requires shapes of both tensors to match. "
+              "lhs shape= ",
+              ref->shape().DebugString(),
+              " rhs shape= ", value.shape().DebugString()));
+      if (initialized && ref->shape() == value.shape() &&
+          ref->RefCountIsOne() && value.dtype() != DT_STRING) {
         // Overwrite in place: readers that copied the Tensor earlier keep
         // their own buffer reference, so only unshared buffers are reused.
         std::memcpy(ref->raw_data(), value.raw_data(), value.TotalBytes());
@@ -188,49 +198,55 @@ class AssignUpdateKernel : public OpKernel {
     {
       absl::MutexLock l(ctx->input_ref_mutex(0));
       Tensor* ref = ctx->mutable_input(0);
-      OP_REQUIRES(ctx, ref->IsInitialized() && ref->dtype() != DT_INVALID,
-                  errors::FailedPrecondition("Attempting to use uninitialized value ",
-                                             ctx->op_kernel().name()));
+      OP_REQUIRES(
+          ctx, ref->IsInitialized() && ref->dtype() != DT_INVALID,
+          errors::FailedPrecondition("Attempting to use uninitialized value ",
+                                     ctx->op_kernel().name()));
       OP_REQUIRES(ctx, ref->shape() == value.shape(),
-                  errors::InvalidArgument("Must have the same shape: ",
-                                          ref->shape().DebugString(), " vs ",
-                                          value.shape().DebugString()));
+                  errors::InvalidArgument(
+                      "Must have the same shape: ", ref->shape().DebugString(),
+                      " vs ", value.shape().DebugString()));
       if (!ref->RefCountIsOne()) *ref = ref->DeepCopy();  // Copy on write.
       const bool ok = DispatchNumeric(value.dtype(), [&]<typename T>() {
         auto dst = ref->flat<T>();
         auto src = value.flat<T>();
         for (size_t i = 0; i < dst.size(); ++i) {
-          dst[i] = kAdd ? static_cast<T>(dst[i] + src[i]) : static_cast<T>(dst[i] - src[i]);
+          dst[i] = kAdd ? static_cast<T>(dst[i] + src[i])
+                        : static_cast<T>(dst[i] - src[i]);
         }
       });
-      OP_REQUIRES(ctx, ok, errors::InvalidArgument("unsupported dtype ",
-                                                   DataTypeString(value.dtype())));
+      OP_REQUIRES(ctx, ok,
+                  errors::InvalidArgument("unsupported dtype ",
+                                          DataTypeString(value.dtype())));
     }
     ctx->forward_ref_input_to_ref_output(0, 0);
   }
 };
 
-#define REGISTER_ASSIGN_UPDATE(NAME, ADD, DOC)                                     \
-  REGISTER_OP(NAME)                                                                \
-      .Input("ref: Ref(T)")                                                        \
-      .Input("value: T")                                                           \
-      .Output("output_ref: Ref(T)")                                                \
-      .Attr("T: {float, double, int32, int64}")                                    \
-      .Attr("use_locking: bool = false")                                           \
-      .SetShapeFn([](InferenceContext* c) {                                        \
-        PartialTensorShape merged;                                                 \
-        RETURN_IF_ERROR(c->Merge(c->input(0), c->input(1), &merged));              \
-        c->set_output(0, merged);                                                  \
-        return absl::OkStatus();                                                   \
-      })                                                                           \
-      .Doc(DOC);                                                                   \
-  REGISTER_KERNEL_BUILDER(                                                         \
-      Name(NAME).Device(kDeviceCpu).TypeConstraint("T", {DT_FLOAT, DT_DOUBLE,      \
-                                                         DT_INT32, DT_INT64}),     \
+#define REGISTER_ASSIGN_UPDATE(NAME, ADD, DOC)                             \
+  REGISTER_OP(NAME)                                                        \
+      .Input("ref: Ref(T)")                                                \
+      .Input("value: T")                                                   \
+      .Output("output_ref: Ref(T)")                                        \
+      .Attr("T: {float, double, int32, int64}")                            \
+      .Attr("use_locking: bool = false")                                   \
+      .SetShapeFn([](InferenceContext* c) {                                \
+        PartialTensorShape merged;                                         \
+        RETURN_IF_ERROR(c->Merge(c->input(0), c->input(1), &merged));      \
+        c->set_output(0, merged);                                          \
+        return absl::OkStatus();                                           \
+      })                                                                   \
+      .Doc(DOC);                                                           \
+  REGISTER_KERNEL_BUILDER(                                                 \
+      Name(NAME)                                                           \
+          .Device(kDeviceCpu)                                              \
+          .TypeConstraint("T", {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64}), \
       AssignUpdateKernel<ADD>)
 
-REGISTER_ASSIGN_UPDATE("AssignAdd", true, "Update 'ref' by adding 'value' to it.");
-REGISTER_ASSIGN_UPDATE("AssignSub", false, "Update 'ref' by subtracting 'value' from it.");
+REGISTER_ASSIGN_UPDATE("AssignAdd", true,
+                       "Update 'ref' by adding 'value' to it.");
+REGISTER_ASSIGN_UPDATE("AssignSub", false,
+                       "Update 'ref' by subtracting 'value' from it.");
 
 }  // namespace
 }  // namespace runnel

@@ -13,7 +13,8 @@ DeviceMgr::DeviceMgr(std::vector<std::unique_ptr<DeviceBase>> devices)
   }
 }
 
-Status DeviceMgr::LookupDevice(absl::string_view name, DeviceBase** device) const {
+Status DeviceMgr::LookupDevice(absl::string_view name,
+                               DeviceBase** device) const {
   for (DeviceBase* d : raw_) {
     if (d->name() == name) {
       *device = d;
@@ -32,8 +33,9 @@ DeviceBase* DeviceMgr::FindMatching(const DeviceName& spec) const {
 
 std::unique_ptr<DeviceMgr> NewLocalDeviceMgr(ResourceMgr* resource_mgr) {
   std::vector<std::unique_ptr<DeviceBase>> devices;
-  devices.push_back(std::make_unique<CpuDevice>(
-      FullDeviceName("localhost", 0, 0, "CPU", 0), CpuThreadPool(), resource_mgr));
+  devices.push_back(
+      std::make_unique<CpuDevice>(FullDeviceName("localhost", 0, 0, "CPU", 0),
+                                  CpuThreadPool(), resource_mgr));
   return std::make_unique<DeviceMgr>(std::move(devices));
 }
 

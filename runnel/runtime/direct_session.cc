@@ -7,9 +7,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "runnel/devices/cpu_device.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/prune.h"
-#include "runnel/devices/cpu_device.h"
 #include "runnel/runtime/device_mgr.h"
 #include "runnel/runtime/executor.h"
 #include "runnel/runtime/session.h"
@@ -75,7 +75,8 @@ class DirectSession : public Session {
     absl::MutexLock l(&graph_mu_);
     RETURN_IF_ERROR(CheckNotClosed());
     if (has_graph_) {
-      return errors::AlreadyExists("session already has a graph; use Extend to add nodes");
+      return errors::AlreadyExists(
+          "session already has a graph; use Extend to add nodes");
     }
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
     has_graph_ = true;
@@ -93,8 +94,8 @@ class DirectSession : public Session {
   Status Run(const RunOptions& options,
              const std::vector<std::pair<std::string, Tensor>>& inputs,
              const std::vector<std::string>& output_names,
-             const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
-             RunMetadata* run_metadata) override;
+             const std::vector<std::string>& target_names,
+             std::vector<Tensor>* outputs, RunMetadata* run_metadata) override;
 
   Status Close() override {
     std::vector<CancellationManager*> active;
@@ -109,7 +110,9 @@ class DirectSession : public Session {
       for (CancellationManager* cm : active) cm->StartCancel();
       // Wait for running steps to drain so kernels never outlive resources.
       steps_mu_.Await(absl::Condition(
-          +[](absl::flat_hash_set<CancellationManager*>* s) { return s->empty(); },
+          +[](absl::flat_hash_set<CancellationManager*>* s) {
+            return s->empty();
+          },
           &active_steps_));
     }
     return absl::OkStatus();
@@ -129,14 +132,18 @@ class DirectSession : public Session {
 
   StatusOr<std::shared_ptr<ExecutorsAndKeys>> GetOrCreateExecutor(
       const std::vector<std::pair<std::string, Tensor>>& inputs,
-      const std::vector<std::string>& outputs, const std::vector<std::string>& targets);
+      const std::vector<std::string>& outputs,
+      const std::vector<std::string>& targets);
   StatusOr<std::shared_ptr<ExecutorsAndKeys>> BuildExecutor(
-      const std::vector<std::string>& feeds, const std::vector<std::string>& outputs,
-      const std::vector<std::string>& targets) ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
+      const std::vector<std::string>& feeds,
+      const std::vector<std::string>& outputs,
+      const std::vector<std::string>& targets)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceNodes(Graph* g) const;
   Status CreateKernel(const Node& node, std::shared_ptr<OpKernel>* kernel);
-  Status CheckFeeds(const ExecutorsAndKeys& ek,
-                    const std::vector<std::pair<std::string, Tensor>>& inputs) const;
+  Status CheckFeeds(
+      const ExecutorsAndKeys& ek,
+      const std::vector<std::pair<std::string, Tensor>>& inputs) const;
 
   const SessionOptions options_;
   std::unique_ptr<ResourceMgr> resource_mgr_;
@@ -158,13 +165,15 @@ class DirectSession : public Session {
       ABSL_GUARDED_BY(kernels_mu_);
 
   absl::Mutex steps_mu_;
-  absl::flat_hash_set<CancellationManager*> active_steps_ ABSL_GUARDED_BY(steps_mu_);
+  absl::flat_hash_set<CancellationManager*> active_steps_
+      ABSL_GUARDED_BY(steps_mu_);
   std::atomic<int64_t> next_step_id_{1};
 };
 
-std::string SignatureKey(const std::vector<std::pair<std::string, Tensor>>& inputs,
-                         const std::vector<std::string>& outputs,
-                         const std::vector<std::string>& targets) {
+std::string SignatureKey(
+    const std::vector<std::pair<std::string, Tensor>>& inputs,
+    const std::vector<std::string>& outputs,
+    const std::vector<std::string>& targets) {
   std::string key;
   for (const auto& [name, _] : inputs) absl::StrAppend(&key, name, ",");
   key += "->";
@@ -176,7 +185,8 @@ std::string SignatureKey(const std::vector<std::pair<std::string, Tensor>>& inpu
 
 StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::GetOrCreateExecutor(
     const std::vector<std::pair<std::string, Tensor>>& inputs,
-    const std::vector<std::string>& outputs, const std::vector<std::string>& targets) {
+    const std::vector<std::string>& outputs,
+    const std::vector<std::string>& targets) {
   const std::string key = SignatureKey(inputs, outputs, targets);
   {
     absl::ReaderMutexLock l(&cache_mu_);
@@ -199,12 +209,13 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::GetOrCreateExecutor(
 }
 
 StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
-    const std::vector<std::string>& feeds, const std::vector<std::string>& outputs,
+    const std::vector<std::string>& feeds,
+    const std::vector<std::string>& outputs,
     const std::vector<std::string>& targets) {
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->graph = std::make_unique<Graph>();
-  RETURN_IF_ERROR(
-      PruneForFetches(*graph_, feeds, outputs, targets, ek->graph.get(), &ek->info));
+  RETURN_IF_ERROR(PruneForFetches(*graph_, feeds, outputs, targets,
+                                  ek->graph.get(), &ek->info));
   // Record each feed's declared shape, so a wrong-shaped feed is rejected
   // up front with the placeholder's name.
   for (const TensorId& id : ek->info.feeds) {
@@ -216,7 +227,8 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     // for placeholders fed with vectors (graphs/tf_addition: shape [] fed
     // [1]). We check declared shapes of rank >= 1 only, which catches the
     // common mistake (a wrong batch layout) without rejecting such graphs.
-    if ((op == "Placeholder" || op == "PlaceholderV2" || op == "PlaceholderWithDefault") &&
+    if ((op == "Placeholder" || op == "PlaceholderV2" ||
+         op == "PlaceholderWithDefault") &&
         GetAttr(producer->attrs(), "shape", &shape).ok() && shape.dims() >= 1) {
       ek->feed_shapes.push_back(shape);
     } else {
@@ -243,13 +255,15 @@ Status DirectSession::PlaceNodes(Graph* g) const {
     if (!requested.empty()) {
       auto spec = DeviceName::Parse(requested);
       if (!spec.ok()) {
-        return errors::InvalidArgument("node '", n->name(), "': ", spec.status().message());
+        return errors::InvalidArgument("node '", n->name(),
+                                       "': ", spec.status().message());
       }
       if (device_mgr_->FindMatching(*spec) == nullptr &&
           !options_.config.allow_soft_placement()) {
         return errors::InvalidArgument(
-            "cannot assign a device for node '", n->name(), "': requested device '",
-            requested, "' does not exist; available: ", cpu->name(),
+            "cannot assign a device for node '", n->name(),
+            "': requested device '", requested,
+            "' does not exist; available: ", cpu->name(),
             " (set allow_soft_placement to place it on the CPU)");
       }
     }
@@ -258,7 +272,8 @@ Status DirectSession::PlaceNodes(Graph* g) const {
   return absl::OkStatus();
 }
 
-Status DirectSession::CreateKernel(const Node& node, std::shared_ptr<OpKernel>* kernel) {
+Status DirectSession::CreateKernel(const Node& node,
+                                   std::shared_ptr<OpKernel>* kernel) {
   DeviceBase* device = device_mgr_->devices()[0];
   const bool share = node.IsStateful() && !node.type_string().empty() &&
                      node.type_string()[0] != '_';
@@ -272,7 +287,8 @@ Status DirectSession::CreateKernel(const Node& node, std::shared_ptr<OpKernel>* 
     }
   }
   std::unique_ptr<OpKernel> k;
-  RETURN_IF_ERROR(CreateOpKernel(device->device_type(), device, node.props_shared(), &k));
+  RETURN_IF_ERROR(
+      CreateOpKernel(device->device_type(), device, node.props_shared(), &k));
   *kernel = std::shared_ptr<OpKernel>(std::move(k));
   if (share) {
     absl::MutexLock l(&kernels_mu_);
@@ -288,34 +304,38 @@ Status DirectSession::CheckFeeds(
     const Tensor& t = inputs[i].second;
     const DataType want = ek.info.feed_types[i];
     if (t.dtype() != want) {
-      return errors::InvalidArgument("feed '", inputs[i].first, "' has dtype ",
-                                     DataTypeString(t.dtype()), " but the graph expects ",
-                                     DataTypeString(want));
+      return errors::InvalidArgument(
+          "feed '", inputs[i].first, "' has dtype ", DataTypeString(t.dtype()),
+          " but the graph expects ", DataTypeString(want));
     }
     if (!t.IsInitialized()) {
-      return errors::InvalidArgument("feed '", inputs[i].first, "' is an uninitialized tensor");
+      return errors::InvalidArgument("feed '", inputs[i].first,
+                                     "' is an uninitialized tensor");
     }
     if (!ek.feed_shapes[i].IsCompatibleWith(t.shape())) {
-      return errors::InvalidArgument("feed '", inputs[i].first, "' has shape ",
-                                     t.shape().DebugString(), " but the placeholder's shape is ",
-                                     ek.feed_shapes[i].DebugString());
+      return errors::InvalidArgument(
+          "feed '", inputs[i].first, "' has shape ", t.shape().DebugString(),
+          " but the placeholder's shape is ", ek.feed_shapes[i].DebugString());
     }
   }
   return absl::OkStatus();
 }
 
-Status DirectSession::Run(const RunOptions& options,
-                          const std::vector<std::pair<std::string, Tensor>>& inputs,
-                          const std::vector<std::string>& output_names,
-                          const std::vector<std::string>& target_names,
-                          std::vector<Tensor>* outputs, RunMetadata* run_metadata) {
+Status DirectSession::Run(
+    const RunOptions& options,
+    const std::vector<std::pair<std::string, Tensor>>& inputs,
+    const std::vector<std::string>& output_names,
+    const std::vector<std::string>& target_names, std::vector<Tensor>* outputs,
+    RunMetadata* run_metadata) {
   if (output_names.empty() && target_names.empty()) {
     return errors::InvalidArgument("Run needs at least one fetch or target");
   }
   if (outputs == nullptr && !output_names.empty()) {
-    return errors::InvalidArgument("Run was given fetches but a null outputs vector");
+    return errors::InvalidArgument(
+        "Run was given fetches but a null outputs vector");
   }
-  ASSIGN_OR_RETURN(auto ek, GetOrCreateExecutor(inputs, output_names, target_names));
+  ASSIGN_OR_RETURN(auto ek,
+                   GetOrCreateExecutor(inputs, output_names, target_names));
   RETURN_IF_ERROR(CheckFeeds(*ek, inputs));
 
   StepCallFrame frame(inputs, static_cast<int>(output_names.size()));
@@ -340,8 +360,10 @@ Status DirectSession::Run(const RunOptions& options,
   }
 
   std::unique_ptr<StepStatsCollector> collector;
-  if (options.trace_level() != RunOptions::NO_TRACE && run_metadata != nullptr) {
-    collector = std::make_unique<StepStatsCollector>(device_mgr_->devices()[0]->name());
+  if (options.trace_level() != RunOptions::NO_TRACE &&
+      run_metadata != nullptr) {
+    collector =
+        std::make_unique<StepStatsCollector>(device_mgr_->devices()[0]->name());
   }
   Executor::Args args;
   args.step_id = next_step_id_.fetch_add(1);

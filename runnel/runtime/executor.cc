@@ -46,14 +46,15 @@ struct Executor::Plan {
   int32_t total_inputs = 0;
 };
 
-StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& params,
-                                                     const Graph& graph) {
+StatusOr<std::unique_ptr<Executor>> Executor::Create(
+    const ExecutorParams& params, const Graph& graph) {
   auto plan = std::make_unique<Plan>();
   plan->params = params;
   std::vector<int32_t> index_of(graph.num_node_ids(), -1);
   std::vector<Node*> nodes = graph.nodes();
   plan->items.resize(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) index_of[nodes[i]->id()] = static_cast<int32_t>(i);
+  for (size_t i = 0; i < nodes.size(); ++i)
+    index_of[nodes[i]->id()] = static_cast<int32_t>(i);
 
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
@@ -99,12 +100,14 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
       oe.dst = dst;
       oe.dst_slot = plan->items[dst].input_start + e->dst_input();
       oe.src_output = e->src_output();
-      oe.last_use = k + 1 == data.size() || data[k + 1]->src_output() != e->src_output();
+      oe.last_use =
+          k + 1 == data.size() || data[k + 1]->src_output() != e->src_output();
       plan->out_edges.push_back(oe);
     }
     item.out_end = static_cast<int32_t>(plan->out_edges.size());
     item.ctrl_begin = static_cast<int32_t>(plan->control_out.size());
-    for (const Edge* e : control) plan->control_out.push_back(index_of[e->dst()->id()]);
+    for (const Edge* e : control)
+      plan->control_out.push_back(index_of[e->dst()->id()]);
     item.ctrl_end = static_cast<int32_t>(plan->control_out.size());
   }
   return std::unique_ptr<Executor>(new Executor(std::move(plan)));
@@ -112,7 +115,9 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(const ExecutorParams& param
 
 Executor::Executor(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) {}
 Executor::~Executor() = default;
-int Executor::num_nodes() const { return static_cast<int>(plan_->items.size()); }
+int Executor::num_nodes() const {
+  return static_cast<int>(plan_->items.size());
+}
 
 // ---------------------------------------------------------------------------
 // Step stats
@@ -230,8 +235,8 @@ class ExecutorState {
     if (args_.stats != nullptr) {
       stats = &stats_storage;
       stats->set_node_name(item.kernel->name());
-      stats->set_timeline_label(
-          absl::StrCat(item.kernel->name(), " = ", item.kernel->type_string(), "()"));
+      stats->set_timeline_label(absl::StrCat(item.kernel->name(), " = ",
+                                             item.kernel->type_string(), "()"));
       stats->set_all_start_micros(WallMicros());
       stats->set_all_start_nanos(NowNanos());
     }
@@ -244,13 +249,17 @@ class ExecutorState {
     OpKernelContext::Params params;
     FillParams(item, in, &params);
     OpKernelContext ctx(&params);
-    if (stats) stats->set_op_start_rel_nanos(NowNanos() - stats->all_start_nanos());
+    if (stats)
+      stats->set_op_start_rel_nanos(NowNanos() - stats->all_start_nanos());
     item.kernel->Compute(&ctx);
-    if (stats) stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
+    if (stats)
+      stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
     ReadyList ready;
     Status s = ctx.status();
-    if (s.ok()) s = PropagateOutputs(item, &ctx, &ready, stats);
-    else s = errors::Prefix(s, item.kernel->ErrorPrefix());
+    if (s.ok())
+      s = PropagateOutputs(item, &ctx, &ready, stats);
+    else
+      s = errors::Prefix(s, item.kernel->ErrorPrefix());
     ClearInputs(item);
     if (stats) FinishStats(stats);
     NodeDone(s, ready, inline_ready);
@@ -266,18 +275,24 @@ class ExecutorState {
       NodeExecStats stats;
       bool tracing;
     };
-    auto* st = new AsyncState{std::move(in), {}, nullptr, std::move(stats), tracing};
+    auto* st =
+        new AsyncState{std::move(in), {}, nullptr, std::move(stats), tracing};
     FillParams(item, st->in, &st->params);
     st->ctx = std::make_unique<OpKernelContext>(&st->params);
-    if (tracing) st->stats.set_op_start_rel_nanos(NowNanos() - st->stats.all_start_nanos());
+    if (tracing)
+      st->stats.set_op_start_rel_nanos(NowNanos() -
+                                       st->stats.all_start_nanos());
     item.kernel->AsAsync()->ComputeAsync(st->ctx.get(), [this, id, st] {
       const NodeItem& item = plan_.items[id];
       NodeExecStats* stats = st->tracing ? &st->stats : nullptr;
-      if (stats) stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
+      if (stats)
+        stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
       ReadyList ready;
       Status s = st->ctx->status();
-      if (s.ok()) s = PropagateOutputs(item, st->ctx.get(), &ready, stats);
-      else s = errors::Prefix(s, item.kernel->ErrorPrefix());
+      if (s.ok())
+        s = PropagateOutputs(item, st->ctx.get(), &ready, stats);
+      else
+        s = errors::Prefix(s, item.kernel->ErrorPrefix());
       ClearInputs(item);
       if (stats) FinishStats(stats);
       delete st;
@@ -298,7 +313,8 @@ class ExecutorState {
     p->track_allocations = args_.stats != nullptr;
   }
 
-  Status PrepareInputs(const NodeItem& item, absl::InlinedVector<TensorValue, 4>* in) {
+  Status PrepareInputs(const NodeItem& item,
+                       absl::InlinedVector<TensorValue, 4>* in) {
     for (int32_t k = 0; k < item.num_inputs; ++k) {
       const int32_t slot = item.input_start + k;
       Entry& e = inputs_[slot];
@@ -312,7 +328,8 @@ class ExecutorState {
         if (!e.ref->IsInitialized() || e.ref->dtype() == DT_INVALID) {
           return errors::FailedPrecondition(
               "Attempting to use uninitialized value ",
-              e.ref_src != nullptr ? e.ref_src->name() : std::string("(variable)"));
+              e.ref_src != nullptr ? e.ref_src->name()
+                                   : std::string("(variable)"));
         }
         e.val = *e.ref;
         e.ref = nullptr;
@@ -333,15 +350,15 @@ class ExecutorState {
     }
   }
 
-  Status PropagateOutputs(const NodeItem& item, OpKernelContext* ctx, ReadyList* ready,
-                          NodeExecStats* stats) {
+  Status PropagateOutputs(const NodeItem& item, OpKernelContext* ctx,
+                          ReadyList* ready, NodeExecStats* stats) {
     if (stats) RecordOutputs(ctx, stats);
     for (int32_t k = item.out_begin; k < item.out_end; ++k) {
       const OutEdge& oe = plan_.out_edges[k];
       OpKernelContext::Output* o = ctx->mutable_output_slot(oe.src_output);
       if (!o->has_value) {
-        return errors::Internal(item.kernel->ErrorPrefix(), "output ", oe.src_output,
-                                " was not set by the kernel");
+        return errors::Internal(item.kernel->ErrorPrefix(), "output ",
+                                oe.src_output, " was not set by the kernel");
       }
       Entry& dst = inputs_[oe.dst_slot];
       if (o->ref != nullptr) {
@@ -415,7 +432,8 @@ class ExecutorState {
 
   // Cheap nodes run inline; expensive ones go to the pool, except that one
   // stays on this thread when there is no other inline work.
-  void ScheduleReady(const ReadyList& ready, std::deque<int32_t>* inline_ready) {
+  void ScheduleReady(const ReadyList& ready,
+                     std::deque<int32_t>* inline_ready) {
     if (inline_ready == nullptr) {
       for (int32_t id : ready) runner_([this, id] { Process(id); });
       return;
@@ -448,7 +466,8 @@ class ExecutorState {
       absl::MutexLock l(&mu_);
       s = status_;
     }
-    if (s.ok() && abort_->cancelled.load()) s = errors::Cancelled("step was cancelled");
+    if (s.ok() && abort_->cancelled.load())
+      s = errors::Cancelled("step was cancelled");
     Executor::DoneCallback done = std::move(done_);
     delete this;
     done(s);

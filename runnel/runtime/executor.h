@@ -39,7 +39,9 @@ struct ExecutorParams {
 // Collects per-node timings when a step is traced. Thread-safe.
 class StepStatsCollector {
  public:
-  explicit StepStatsCollector(std::string device) { stats_.set_device(std::move(device)); }
+  explicit StepStatsCollector(std::string device) {
+    stats_.set_device(std::move(device));
+  }
   void Save(NodeExecStats stats);
   // Moves the collected stats into `out` as one DeviceStepStats.
   void Finalize(StepStats* out);
@@ -51,8 +53,8 @@ class StepStatsCollector {
 
 class Executor {
  public:
-  static StatusOr<std::unique_ptr<Executor>> Create(const ExecutorParams& params,
-                                                    const Graph& graph);
+  static StatusOr<std::unique_ptr<Executor>> Create(
+      const ExecutorParams& params, const Graph& graph);
   ~Executor();
 
   struct Args {

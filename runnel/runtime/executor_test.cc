@@ -1,9 +1,9 @@
 // Executor and session behaviour with small test ops defined here; the real
 // ops come from runnel_ops.
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "runnel/graph/graph_def.h"
 #include "runnel/runtime/session.h"
@@ -25,7 +25,8 @@ class AsyncAddOneKernel : public AsyncOpKernel {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     std::thread([ctx, done] {
       Tensor* y;
-      OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &y), done);
+      OP_REQUIRES_OK_ASYNC(
+          ctx, ctx->allocate_output(0, ctx->input(0).shape(), &y), done);
       auto in = ctx->input(0).flat<float>();
       for (size_t i = 0; i < in.size(); ++i) y->flat<float>()[i] = in[i] + 1;
       done();
@@ -55,7 +56,8 @@ class BlockKernel : public AsyncOpKernel {
     if (!cm->RegisterCallback(token, fire)) fire();
   }
 };
-REGISTER_KERNEL_BUILDER(Name("RuntimeTestBlock").Device(kDeviceCpu), BlockKernel);
+REGISTER_KERNEL_BUILDER(Name("RuntimeTestBlock").Device(kDeviceCpu),
+                        BlockKernel);
 
 // Records the order in which nodes run.
 std::mutex order_mu;
@@ -72,7 +74,8 @@ class RecordKernel : public OpKernel {
     order.push_back(name());
   }
 };
-REGISTER_KERNEL_BUILDER(Name("RuntimeTestRecord").Device(kDeviceCpu), RecordKernel);
+REGISTER_KERNEL_BUILDER(Name("RuntimeTestRecord").Device(kDeviceCpu),
+                        RecordKernel);
 
 GraphDef ParseText(const std::string& text) {
   GraphDef g;
@@ -90,17 +93,33 @@ std::unique_ptr<Session> MakeSession(const std::string& text) {
 }
 
 constexpr char kChain[] = R"pb(
-  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+  node {
+    name: "x"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
   node { name: "a" op: "RuntimeTestAsyncAddOne" input: "x" }
   node { name: "b" op: "RuntimeTestAsyncAddOne" input: "a" }
-  node { name: "c" op: "AddV2" input: "b" input: "a"
-         attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "c"
+    op: "AddV2"
+    input: "b"
+    input: "a"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
 )pb";
 
 TEST(ExecutorTest, AsyncKernelsInAChain) {
   auto session = MakeSession(kChain);
   std::vector<Tensor> out;
-  ASSERT_OK(session->Run({{"x", Tensor::Scalar<float>(1)}}, {"c:0", "a"}, {}, &out));
+  ASSERT_OK(
+      session->Run({{"x", Tensor::Scalar<float>(1)}}, {"c:0", "a"}, {}, &out));
   EXPECT_EQ(out[0].scalar<float>(), 5.0f);  // (1+1+1) + (1+1)
   EXPECT_EQ(out[1].scalar<float>(), 2.0f);
 }
@@ -120,8 +139,23 @@ TEST(ExecutorTest, ControlDependenciesOrderNodes) {
 
 TEST(ExecutorTest, ErrorAbortsStepAndNamesNode) {
   auto session = MakeSession(R"pb(
-    node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
-    node { name: "y" op: "Identity" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node {
+      name: "x"
+      op: "Placeholder"
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+    }
+    node {
+      name: "y"
+      op: "Identity"
+      input: "x"
+      attr {
+        key: "T"
+        value { type: DT_FLOAT }
+      }
+    }
   )pb");
   std::vector<Tensor> out;
   Status s = session->Run({}, {"y"}, {}, &out);
@@ -131,7 +165,8 @@ TEST(ExecutorTest, ErrorAbortsStepAndNamesNode) {
 }
 
 TEST(ExecutorTest, TimeoutGivesDeadlineExceeded) {
-  auto session = MakeSession(R"pb(node { name: "b" op: "RuntimeTestBlock" })pb");
+  auto session =
+      MakeSession(R"pb(node { name: "b" op: "RuntimeTestBlock" })pb");
   RunOptions opts;
   opts.set_timeout_in_ms(50);
   std::vector<Tensor> out;
@@ -140,7 +175,8 @@ TEST(ExecutorTest, TimeoutGivesDeadlineExceeded) {
 }
 
 TEST(ExecutorTest, CloseCancelsBlockedStep) {
-  auto session = MakeSession(R"pb(node { name: "b" op: "RuntimeTestBlock" })pb");
+  auto session =
+      MakeSession(R"pb(node { name: "b" op: "RuntimeTestBlock" })pb");
   Status s;
   std::thread t([&] {
     std::vector<Tensor> out;
@@ -151,7 +187,8 @@ TEST(ExecutorTest, CloseCancelsBlockedStep) {
   t.join();
   EXPECT_FALSE(s.ok());
   std::vector<Tensor> out;
-  EXPECT_EQ(session->Run({}, {"b"}, {}, &out).code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(session->Run({}, {"b"}, {}, &out).code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST(ExecutorTest, TracingFillsStepStats) {
@@ -160,7 +197,8 @@ TEST(ExecutorTest, TracingFillsStepStats) {
   opts.set_trace_level(RunOptions::FULL_TRACE);
   RunMetadata md;
   std::vector<Tensor> out;
-  ASSERT_OK(session->Run(opts, {{"x", Tensor::Scalar<float>(1)}}, {"c"}, {}, &out, &md));
+  ASSERT_OK(session->Run(opts, {{"x", Tensor::Scalar<float>(1)}}, {"c"}, {},
+                         &out, &md));
   ASSERT_EQ(md.step_stats().dev_stats_size(), 1);
   const auto& dev = md.step_stats().dev_stats(0);
   EXPECT_EQ(dev.device(), "/job:localhost/replica:0/task:0/device:CPU:0");
@@ -172,7 +210,11 @@ TEST(ExecutorTest, TracingFillsStepStats) {
       saw_c = true;
       ASSERT_EQ(ns.output_size(), 1);
       EXPECT_EQ(ns.output(0).tensor_description().dtype(), DT_FLOAT);
-      EXPECT_EQ(ns.output(0).tensor_description().allocation_description().requested_bytes(), 4);
+      EXPECT_EQ(ns.output(0)
+                    .tensor_description()
+                    .allocation_description()
+                    .requested_bytes(),
+                4);
     }
   }
   EXPECT_TRUE(saw_c);

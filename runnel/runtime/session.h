@@ -56,14 +56,15 @@ class Session {
                      const std::vector<std::pair<std::string, Tensor>>& inputs,
                      const std::vector<std::string>& output_tensor_names,
                      const std::vector<std::string>& target_node_names,
-                     std::vector<Tensor>* outputs, RunMetadata* run_metadata) = 0;
+                     std::vector<Tensor>* outputs,
+                     RunMetadata* run_metadata) = 0;
 
   Status Run(const std::vector<std::pair<std::string, Tensor>>& inputs,
              const std::vector<std::string>& output_tensor_names,
              const std::vector<std::string>& target_node_names,
              std::vector<Tensor>* outputs) {
-    return Run(RunOptions(), inputs, output_tensor_names, target_node_names, outputs,
-               nullptr);
+    return Run(RunOptions(), inputs, output_tensor_names, target_node_names,
+               outputs, nullptr);
   }
 
   // Cancels running steps and releases resources; later calls fail.
@@ -74,7 +75,8 @@ class Session {
 };
 
 // A session running in this process on the local devices.
-StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options = {});
+StatusOr<std::unique_ptr<Session>> NewSession(
+    const SessionOptions& options = {});
 
 }  // namespace runnel
 

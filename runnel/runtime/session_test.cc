@@ -1,10 +1,11 @@
-#include <atomic>
-#include <thread>
+#include "runnel/runtime/session.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "runnel/graph/graph_def.h"
-#include "runnel/runtime/session.h"
 #include "testing/op_test_util.h"
 
 namespace runnel {
@@ -45,23 +46,69 @@ TEST(SessionTest, TfAdditionModelGives42) {
 }
 
 constexpr char kGraph[] = R"pb(
-  node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "shape" value { shape { dim { size: -1 } } } } }
-  node { name: "two" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
-         attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 2 } } } }
-  node { name: "y" op: "Mul" input: "x" input: "two" attr { key: "T" value { type: DT_FLOAT } } }
-  node { name: "z" op: "AddV2" input: "y" input: "two" attr { key: "T" value { type: DT_FLOAT } } }
+  node {
+    name: "x"
+    op: "Placeholder"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "shape"
+      value { shape { dim { size: -1 } } }
+    }
+  }
+  node {
+    name: "two"
+    op: "Const"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value {
+        tensor {
+          dtype: DT_FLOAT
+          tensor_shape {}
+          float_val: 2
+        }
+      }
+    }
+  }
+  node {
+    name: "y"
+    op: "Mul"
+    input: "x"
+    input: "two"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "z"
+    op: "AddV2"
+    input: "y"
+    input: "two"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
 )pb";
 
 TEST(SessionTest, FeedingAnIntermediateTensorCutsItsProducer) {
   auto session = SessionFor(Text(kGraph));
   std::vector<Tensor> out;
   // x is never fed: if Mul 'y' ran, the Placeholder would fail the step.
-  ASSERT_OK(session->Run({{"y", Tensor::FromVector<float>({10, 20})}}, {"z"}, {}, &out));
+  ASSERT_OK(session->Run({{"y", Tensor::FromVector<float>({10, 20})}}, {"z"},
+                         {}, &out));
   EXPECT_EQ(out[0].flat<float>()[0], 12.0f);
   EXPECT_EQ(out[0].flat<float>()[1], 22.0f);
   // Fetching a fed tensor returns the fed value.
-  ASSERT_OK(session->Run({{"y", Tensor::FromVector<float>({1})}}, {"y"}, {}, &out));
+  ASSERT_OK(
+      session->Run({{"y", Tensor::FromVector<float>({1})}}, {"y"}, {}, &out));
   EXPECT_EQ(out[0].flat<float>()[0], 1.0f);
 }
 
@@ -69,7 +116,8 @@ TEST(SessionTest, RepeatedRunsReuseTheCachedExecutor) {
   auto session = SessionFor(Text(kGraph));
   std::vector<Tensor> out;
   for (int i = 0; i < 100; ++i) {
-    ASSERT_OK(session->Run({{"x", Tensor::FromVector<float>({float(i)})}}, {"z"}, {}, &out));
+    ASSERT_OK(session->Run({{"x", Tensor::FromVector<float>({float(i)})}},
+                           {"z"}, {}, &out));
     EXPECT_EQ(out[0].flat<float>()[0], 2.0f * i + 2.0f);
   }
 }
@@ -77,12 +125,14 @@ TEST(SessionTest, RepeatedRunsReuseTheCachedExecutor) {
 TEST(SessionTest, BadFeedsAndFetchesNameTheProblem) {
   auto session = SessionFor(Text(kGraph));
   std::vector<Tensor> out;
-  Status s = session->Run({{"x", Tensor::FromVector<int32_t>({1})}}, {"z"}, {}, &out);
+  Status s =
+      session->Run({{"x", Tensor::FromVector<int32_t>({1})}}, {"z"}, {}, &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("feed 'x'"), std::string::npos) << s;
   EXPECT_NE(s.message().find("int32"), std::string::npos) << s;
 
-  s = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2, 2}))}}, {"z"}, {}, &out);
+  s = session->Run({{"x", Tensor(DT_FLOAT, TensorShape({2, 2}))}}, {"z"}, {},
+                   &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("shape"), std::string::npos) << s;
 
@@ -100,12 +150,23 @@ TEST(SessionTest, BadFeedsAndFetchesNameTheProblem) {
 TEST(SessionTest, ExtendAddsNodes) {
   auto session = SessionFor(Text(kGraph));
   ASSERT_OK(session->Extend(Text(R"pb(
-    node { name: "w" op: "Mul" input: "z" input: "z" attr { key: "T" value { type: DT_FLOAT } } }
+    node {
+      name: "w"
+      op: "Mul"
+      input: "z"
+      input: "z"
+      attr {
+        key: "T"
+        value { type: DT_FLOAT }
+      }
+    }
   )pb")));
   std::vector<Tensor> out;
-  ASSERT_OK(session->Run({{"x", Tensor::FromVector<float>({1})}}, {"w"}, {}, &out));
+  ASSERT_OK(
+      session->Run({{"x", Tensor::FromVector<float>({1})}}, {"w"}, {}, &out));
   EXPECT_EQ(out[0].flat<float>()[0], 16.0f);
-  EXPECT_EQ(session->Create(Text(kGraph)).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(session->Create(Text(kGraph)).code(),
+            absl::StatusCode::kAlreadyExists);
 }
 
 TEST(SessionTest, ManyThreadsRunOneSession) {
@@ -117,10 +178,11 @@ TEST(SessionTest, ManyThreadsRunOneSession) {
       for (int i = 0; i < 300; ++i) {
         std::vector<Tensor> out;
         const float v = static_cast<float>(t * 1000 + i);
-        Status s = session->Run({{"x", Tensor::FromVector<float>({v, -v})}}, {"z", "y"},
-                                {}, &out);
+        Status s = session->Run({{"x", Tensor::FromVector<float>({v, -v})}},
+                                {"z", "y"}, {}, &out);
         if (!s.ok() || out[0].flat<float>()[0] != 2 * v + 2 ||
-            out[0].flat<float>()[1] != -2 * v + 2 || out[1].flat<float>()[0] != 2 * v) {
+            out[0].flat<float>()[1] != -2 * v + 2 ||
+            out[1].flat<float>()[0] != 2 * v) {
           failures.fetch_add(1);
         }
       }
@@ -132,9 +194,25 @@ TEST(SessionTest, ManyThreadsRunOneSession) {
 
 TEST(SessionTest, SoftPlacementAndBadDevices) {
   GraphDef g = Text(R"pb(
-    node { name: "c" op: "Const" device: "/device:GPU:0"
-           attr { key: "dtype" value { type: DT_FLOAT } }
-           attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+    node {
+      name: "c"
+      op: "Const"
+      device: "/device:GPU:0"
+      attr {
+        key: "dtype"
+        value { type: DT_FLOAT }
+      }
+      attr {
+        key: "value"
+        value {
+          tensor {
+            dtype: DT_FLOAT
+            tensor_shape {}
+            float_val: 1
+          }
+        }
+      }
+    }
   )pb");
   auto session = SessionFor(g);
   std::vector<Tensor> out;

@@ -243,6 +243,16 @@ Status Optimizer::ApplySparse(const Scope& scope,
   return errors::Unimplemented(name_, " has no sparse update");
 }
 
+Status Optimizer::DeduplicateIndices(const Scope& scope,
+                                     const SparseGradientInfo& info,
+                                     Output* values, Output* indices) {
+  auto unique = ops::Unique(scope, info.indices);
+  auto num_unique = ops::Size(scope, unique.y);
+  *values = ops::UnsortedSegmentSum(scope, info.values, unique.idx, num_unique);
+  *indices = unique.y;
+  return scope.status();
+}
+
 Variable Optimizer::GetSlot(const Variable& var,
                             absl::string_view slot_name) const {
   auto it = slots_.find({var.handle().node(), std::string(slot_name)});
@@ -339,6 +349,22 @@ Status MomentumOptimizer::ApplyDense(const Scope& scope, const Output& grad,
   return scope.status();
 }
 
+Status MomentumOptimizer::ApplySparse(const Scope& scope,
+                                      const SparseGradientInfo& info,
+                                      const Variable& var, Operation* update) {
+  Output values, indices;
+  RETURN_IF_ERROR(DeduplicateIndices(scope, info, &values, &indices));
+  const DataType dt = var.dtype();
+  auto op = ops::ResourceSparseApplyMomentum(
+      scope, var.handle(), GetSlot(var, "momentum").handle(),
+      Hyper("learning_rate", learning_rate_, dt), values, indices,
+      Hyper("momentum", momentum_, dt),
+      ops::ResourceSparseApplyMomentum::UseLocking(use_locking())
+          .UseNesterov(use_nesterov_));
+  *update = op.operation;
+  return scope.status();
+}
+
 Status AdagradOptimizer::CreateSlots(const Scope& scope,
                                      const std::vector<Variable>& vars) {
   if (!(initial_accumulator_value_ > 0)) {
@@ -361,6 +387,19 @@ Status AdagradOptimizer::ApplyDense(const Scope& scope, const Output& grad,
       scope, var.handle(), GetSlot(var, "accumulator").handle(),
       Hyper("learning_rate", learning_rate_, var.dtype()), grad,
       ops::ResourceApplyAdagrad::UseLocking(use_locking()));
+  *update = op.operation;
+  return scope.status();
+}
+
+Status AdagradOptimizer::ApplySparse(const Scope& scope,
+                                     const SparseGradientInfo& info,
+                                     const Variable& var, Operation* update) {
+  Output values, indices;
+  RETURN_IF_ERROR(DeduplicateIndices(scope, info, &values, &indices));
+  auto op = ops::ResourceSparseApplyAdagrad(
+      scope, var.handle(), GetSlot(var, "accumulator").handle(),
+      Hyper("learning_rate", learning_rate_, var.dtype()), values, indices,
+      ops::ResourceSparseApplyAdagrad::UseLocking(use_locking()));
   *update = op.operation;
   return scope.status();
 }

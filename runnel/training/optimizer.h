@@ -42,13 +42,23 @@
 // with it, a variable that is not float/double, and a global step that is
 // not an int32/int64 scalar. An Optimizer object builds into one graph.
 //
-// Note [Sparse updates]. TF 1.x applies a sparse (IndexedSlices) gradient
-// with the Sparse*Apply kernels after summing the rows of duplicate indices
-// (Unique + UnsortedSegmentSum); the kernels alone apply a duplicate index
-// twice, which for Momentum/Adagrad/Adam is a different update. Runnel has
-// no Unique op yet, so every optimizer here applies the dense gradient
-// (exactly TF's result, touching every row); the ApplySparse hook is where
-// the sparse path goes once duplicates can be summed in the graph.
+// Note [Sparse updates]. A gradient with a recorded sparse form (the
+// gradient of GatherV2/ResourceGather, Note [Sparse gradients] in
+// runnel/graph/gradients.h) is applied, as TF 1.x's
+// _resource_apply_sparse_duplicate_indices does, by first summing the rows
+// of duplicate indices (Unique of the indices, then UnsortedSegmentSum of
+// the values by the unique positions; the kernels alone would apply a
+// duplicate index twice, a different update for Momentum and Adagrad) and
+// then ResourceSparseApplyMomentum / ResourceSparseApplyAdagrad on the
+// unique rows: only the looked-up rows of the variable and its slots are
+// read or written, and the result equals the dense update. The other
+// optimizers (GradientDescent, RMSProp, Adam, Adadelta) apply the dense
+// gradient: TF's sparse forms of those use ResourceScatterAdd or
+// ResourceSparseApply* kernels Runnel does not have yet. ComputeGradients
+// differentiates with respect to value(), so a lookup must gather from
+// value() (GatherV2) to be seen by it; a ResourceGather on handle() needs
+// the gradient with respect to the handle (AddSymbolicGradients) passed to
+// ApplyGradients, where it is applied sparsely too.
 //
 // Thread safety: none; build from one thread.
 #ifndef RUNNEL_TRAINING_OPTIMIZER_H_
@@ -131,6 +141,12 @@ class Optimizer {
   virtual bool SupportsSparse() const { return false; }
   virtual Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
                              const Variable& var, Operation* update);
+  // The rows of `info` with duplicate indices summed (TF's
+  // _deduplicate_indexed_slices): *values[k] is the sum of the rows of
+  // info.values whose index is (*indices)[k], which are distinct.
+  static Status DeduplicateIndices(const Scope& scope,
+                                   const SparseGradientInfo& info,
+                                   Output* values, Output* indices);
   // Ops to run after all updates (control-dependent on `updates`) and to be
   // grouped with them (Adam's beta power updates).
   virtual Status Finish(const Scope& scope,
@@ -206,6 +222,9 @@ class MomentumOptimizer : public Optimizer {
                      const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
+  bool SupportsSparse() const override { return true; }
+  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
+                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_, momentum_;
@@ -229,6 +248,9 @@ class AdagradOptimizer : public Optimizer {
                      const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
+  bool SupportsSparse() const override { return true; }
+  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
+                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_;

@@ -1,14 +1,17 @@
 // Optimizers on a small quadratic: the first two updates against the
 // formulas worked by hand, slots, hyper-parameter tensors, the global step,
-// ExponentialDecay and the error cases.
+// ExponentialDecay, sparse (embedding) updates and the error cases.
 #include "runnel/training/optimizer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "runnel/runnel.h"
@@ -367,7 +370,7 @@ TEST(OptimizerTest, OnlyListedVariablesAreUpdated) {
 
 TEST(OptimizerTest, GatheredRowsGetTheSummedDenseGradient) {
   // Note [Sparse updates]: a duplicated index adds its rows' gradients
-  // before the (dense) update, as TF's optimizers do.
+  // before the (sparse) update, as TF's optimizers do.
   Scope root = Scope::NewRootScope();
   Variable emb(root, "emb", TensorShape({3, 2}), Initializer::Ones());
   auto rows = ops::GatherV2(root, emb, {0, 0, 2}, 0);
@@ -383,6 +386,204 @@ TEST(OptimizerTest, GatheredRowsGetTheSummedDenseGradient) {
   ASSERT_OK(RunOps(session, {train}));
   // accum = 0.9 grad + grad = 1.9 grad.
   ExpectNear(Fetch(session, emb.value()), {0.42, 0.42, 1, 1, 0.71, 0.71});
+}
+
+// ---------------------------------------------------------------------------
+// Sparse updates (Note [Sparse updates])
+
+// The op types of the nodes of `root`'s graph.
+std::vector<std::string> OpTypes(const Scope& root) {
+  GraphDef gdef;
+  Status s = root.ToGraphDef(&gdef);
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::vector<std::string> types;
+  for (int i = 0; i < gdef.node_size(); ++i) types.push_back(gdef.node(i).op());
+  return types;
+}
+
+bool HasOp(const std::vector<std::string>& types, const std::string& op) {
+  return std::find(types.begin(), types.end(), op) != types.end();
+}
+
+// An embedding table emb [5, 3] (seeded uniform values) looked up at `ids`
+// (with duplicates) and loss = sum(rows * w), so d loss / d emb[r] is the
+// sum of the rows of w whose id is r.
+struct EmbeddingModel {
+  EmbeddingModel(bool resource_gather, const std::vector<int64_t>& ids,
+                 DataType dt = DT_FLOAT)
+      : resource_gather(resource_gather) {
+    emb = Variable(root, "emb", TensorShape({5, 3}),
+                   Initializer::RandomUniform(-1, 1, /*seed=*/7), dt);
+    auto id_t =
+        ops::Const(root.WithOpName("ids"), Tensor::FromVector<int64_t>(ids));
+    Output rows =
+        resource_gather
+            ? Output(ops::ResourceGather(root, emb.handle(), id_t, dt))
+            : Output(ops::GatherV2(root, emb, id_t, 0));
+    std::vector<double> w;
+    for (size_t i = 0; i < ids.size() * 3; ++i) w.push_back(0.25 * i + 0.5);
+    auto wt =
+        ops::Const(root.WithOpName("w"),
+                   Tensor::FromVector<double>(
+                       w, TensorShape({static_cast<int64_t>(ids.size()), 3})));
+    loss =
+        ops::Sum(root, ops::Mul(root, rows, ops::Cast(root, wt, dt)), {0, 1});
+  }
+  bool resource_gather;
+  Scope root = Scope::NewRootScope();
+  Variable emb;
+  Output loss;
+};
+
+// Trains `steps` steps; returns emb before and after, and the optimizer's
+// op types. With `force_dense` the gradient goes through an Identity, which
+// has no sparse record, so the optimizer applies it densely.
+struct SparseRun {
+  std::vector<double> before, after, slot_after;
+  std::vector<std::string> op_types;
+};
+SparseRun Train(EmbeddingModel& m, Optimizer& opt, const std::string& slot,
+                bool force_dense, int steps = 2) {
+  SparseRun r;
+  std::vector<GradAndVar> gv;
+  Status s;
+  if (m.resource_gather) {
+    // ComputeGradients differentiates with respect to value() (Note
+    // [Resource variables]); a lookup that reads the handle is
+    // differentiated with respect to the handle.
+    std::vector<Output> g;
+    s = AddSymbolicGradients(m.root, {m.loss}, {m.emb.handle()}, &g);
+    if (s.ok()) gv.emplace_back(g[0], m.emb);
+  } else {
+    s = opt.ComputeGradients(m.root, m.loss, {m.emb}, &gv);
+  }
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return r;
+  if (force_dense) gv[0].first = ops::Identity(m.root, gv[0].first);
+  Operation train;
+  s = opt.ApplyGradients(m.root, gv, nullptr, &train);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return r;
+  ClientSession session(m.root);
+  EXPECT_TRUE(RunOps(session, {GlobalVariablesInitializer(m.root)}).ok());
+  r.before = Fetch(session, m.emb.value());
+  for (int i = 0; i < steps; ++i) {
+    s = RunOps(session, {train});
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  r.after = Fetch(session, m.emb.value());
+  r.slot_after = Fetch(session, opt.GetSlot(m.emb, slot).value());
+  r.op_types = OpTypes(m.root);
+  return r;
+}
+
+// Rows of emb [5, 3] that `ids` does not name are bit-identical.
+void ExpectOnlyRowsChanged(const SparseRun& r, const std::set<int64_t>& ids) {
+  ASSERT_EQ(r.before.size(), 15u);
+  ASSERT_EQ(r.after.size(), 15u);
+  for (int64_t row = 0; row < 5; ++row) {
+    for (int c = 0; c < 3; ++c) {
+      const double b = r.before[row * 3 + c], a = r.after[row * 3 + c];
+      if (ids.count(row)) {
+        EXPECT_NE(a, b) << "row " << row << " col " << c;
+      } else {
+        EXPECT_EQ(a, b) << "row " << row << " col " << c;
+      }
+    }
+  }
+}
+
+TEST(SparseUpdateTest, AdagradTouchesOnlyLookedUpRowsAndMatchesDense) {
+  for (bool resource_gather : {false, true}) {
+    SCOPED_TRACE(resource_gather ? "ResourceGather" : "GatherV2");
+    const std::vector<int64_t> ids = {3, 1, 3, 3};
+    EmbeddingModel sm(resource_gather, ids), dm(resource_gather, ids);
+    AdagradOptimizer sparse_opt(0.5), dense_opt(0.5);
+    SparseRun s = Train(sm, sparse_opt, "accumulator", false);
+    SparseRun d = Train(dm, dense_opt, "accumulator", true);
+    EXPECT_TRUE(HasOp(s.op_types, "ResourceSparseApplyAdagrad"));
+    EXPECT_TRUE(HasOp(s.op_types, "Unique"));
+    EXPECT_FALSE(HasOp(s.op_types, "ResourceApplyAdagrad"));
+    EXPECT_TRUE(HasOp(d.op_types, "ResourceApplyAdagrad"));
+    EXPECT_FALSE(HasOp(d.op_types, "ResourceSparseApplyAdagrad"));
+    ASSERT_EQ(s.before, d.before);  // Same seeded initial values.
+    ExpectOnlyRowsChanged(s, {1, 3});
+    ExpectNear(s.after, d.after, 1e-6);
+    ExpectNear(s.slot_after, d.slot_after, 1e-6);
+    for (int64_t row : {0, 2, 4}) {
+      for (int c = 0; c < 3; ++c) {
+        EXPECT_EQ(s.slot_after[row * 3 + c], static_cast<double>(0.1f));
+      }
+    }
+  }
+}
+
+TEST(SparseUpdateTest, MomentumTouchesOnlyLookedUpRowsAndMatchesDense) {
+  for (bool nesterov : {false, true}) {
+    SCOPED_TRACE(nesterov ? "nesterov" : "plain");
+    const std::vector<int64_t> ids = {0, 4, 0};
+    EmbeddingModel sm(/*resource_gather=*/true, ids, DT_DOUBLE),
+        dm(/*resource_gather=*/true, ids, DT_DOUBLE);
+    MomentumOptimizer sparse_opt(0.1, 0.9, nesterov),
+        dense_opt(0.1, 0.9, nesterov);
+    SparseRun s = Train(sm, sparse_opt, "momentum", false, 3);
+    SparseRun d = Train(dm, dense_opt, "momentum", true, 3);
+    EXPECT_TRUE(HasOp(s.op_types, "ResourceSparseApplyMomentum"));
+    EXPECT_FALSE(HasOp(s.op_types, "ResourceApplyMomentum"));
+    EXPECT_TRUE(HasOp(d.op_types, "ResourceApplyMomentum"));
+    ASSERT_EQ(s.before, d.before);
+    ExpectOnlyRowsChanged(s, {0, 4});
+    ExpectNear(s.after, d.after, 1e-12);
+    ExpectNear(s.slot_after, d.slot_after, 1e-12);
+    for (int64_t row : {1, 2, 3}) {
+      for (int c = 0; c < 3; ++c) EXPECT_EQ(s.slot_after[row * 3 + c], 0.0);
+    }
+  }
+}
+
+TEST(SparseUpdateTest, AdagradSumsDuplicateIndicesByHand) {
+  // grad row 0 = [1, 1], row 2 = [2, 2] (index 2 twice). Summed first:
+  // accum = 0.1 + g^2 and var -= 0.5 g / sqrt(accum). Applying index 2
+  // twice would give 1 - 0.5 / sqrt(1.1) - 0.5 / sqrt(2.1) instead.
+  Scope root = Scope::NewRootScope();
+  Variable emb(root, "emb", TensorShape({4, 2}), Initializer::Ones());
+  auto rows = ops::GatherV2(root, emb, {2, 0, 2}, 0);
+  auto loss = ops::Sum(root, rows, {0, 1});
+  AdagradOptimizer opt(0.5);
+  Operation train;
+  ASSERT_OK(opt.Minimize(root, loss, {}, nullptr, &train));
+  EXPECT_TRUE(HasOp(OpTypes(root), "ResourceSparseApplyAdagrad"));
+  ClientSession session(root);
+  ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(root)}));
+  ASSERT_OK(RunOps(session, {train}));
+  const double r0 = 1 - 0.5 / std::sqrt(1.1), r2 = 1 - 1.0 / std::sqrt(4.1);
+  ExpectNear(Fetch(session, emb.value()), {r0, r0, 1, 1, r2, r2, 1, 1});
+  ExpectNear(Fetch(session, opt.GetSlot(emb, "accumulator").value()),
+             {1.1, 1.1, 0.1, 0.1, 4.1, 4.1, 0.1, 0.1});
+}
+
+TEST(SparseUpdateTest, DenseOptimizersAndDenseGradientsStayDense) {
+  // GradientDescent has no sparse form here (no ResourceScatterAdd yet).
+  {
+    EmbeddingModel m(false, {1, 1});
+    GradientDescentOptimizer opt(0.1);
+    Operation train;
+    ASSERT_OK(opt.Minimize(m.root, m.loss, {}, nullptr, &train));
+    EXPECT_TRUE(HasOp(OpTypes(m.root), "ResourceApplyGradientDescent"));
+  }
+  // A gradient with no sparse record (emb also used densely: a sum of two
+  // gradients) goes through the dense kernel.
+  {
+    EmbeddingModel m(false, {1, 1});
+    Output loss =
+        ops::Add(m.root, m.loss, ops::Sum(m.root, m.emb.value(), {0, 1}));
+    AdagradOptimizer opt(0.1);
+    Operation train;
+    ASSERT_OK(opt.Minimize(m.root, loss, {}, nullptr, &train));
+    const auto types = OpTypes(m.root);
+    EXPECT_TRUE(HasOp(types, "ResourceApplyAdagrad"));
+    EXPECT_FALSE(HasOp(types, "ResourceSparseApplyAdagrad"));
+  }
 }
 
 // ---------------------------------------------------------------------------
