@@ -62,6 +62,21 @@ namespace runnel::cpu {
 // Window geometry (TensorFlow's GetWindowedOutputSize), shared by the
 // convolution and pooling kernels.
 
+// Positions of N, H, W, C in a 4-D activation tensor (NHWC or NCHW).
+struct Dims4 {
+  int n, h, w, c;
+};
+inline Dims4 DimsOf(bool channels_first) {
+  return channels_first ? Dims4{0, 2, 3, 1} : Dims4{0, 1, 2, 3};
+}
+
+// The 4-D shape (TensorShape or PartialTensorShape) in the given layout.
+template <typename Shape>
+Shape ActivationShape(bool channels_first, int64_t n, int64_t h, int64_t w,
+                      int64_t c) {
+  return channels_first ? Shape({n, c, h, w}) : Shape({n, h, w, c});
+}
+
 enum class Padding { kValid, kSame, kExplicit };
 
 // Parses the `padding` attr: "VALID", "SAME" or "EXPLICIT".

@@ -46,19 +46,9 @@ inline T WrapAdd(T a, T b) {
 // ---------------------------------------------------------------------------
 // Attrs and geometry
 
-// Positions of N, H, W, C in a 4-D tensor.
-struct Dims4 {
-  int n, h, w, c;
-};
-Dims4 DimsOf(bool channels_first) {
-  return channels_first ? Dims4{0, 2, 3, 1} : Dims4{0, 1, 2, 3};
-}
-
-template <typename Shape>
-Shape ActivationShape(bool channels_first, int64_t n, int64_t h, int64_t w,
-                      int64_t c) {
-  return channels_first ? Shape({n, c, h, w}) : Shape({n, h, w, c});
-}
+using cpu::ActivationShape;
+using cpu::Dims4;
+using cpu::DimsOf;
 
 struct PoolAttrs {
   bool channels_first = false;
