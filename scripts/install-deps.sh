@@ -9,6 +9,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc
   libdnnl-dev libopenblas-dev libeigen3-dev
   libleveldb-dev libsnappy-dev zlib1g-dev
+  fortunes
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
 )

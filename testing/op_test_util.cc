@@ -80,6 +80,7 @@ Status OpTestCase::RunImpl(bool check_shapes) {
   params.device = TestCpuDevice();
   params.inputs = in_values;
   params.resource_manager = TestCpuDevice()->resource_manager();
+  params.step_resource_manager = TestCpuDevice()->resource_manager();
   OpKernelContext ctx(&params);
   kernel->Compute(&ctx);
   if (!ctx.status().ok()) {

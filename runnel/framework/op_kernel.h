@@ -171,6 +171,9 @@ class OpKernelContext {
     CallFrameInterface* call_frame = nullptr;
     CancellationManager* cancellation_manager = nullptr;
     ResourceMgr* resource_manager = nullptr;
+    // Resources that live for one step only (TensorArrays, stacks); the
+    // session deletes them when the step ends.
+    ResourceMgr* step_resource_manager = nullptr;
     int64_t step_id = 0;
     // Runs a closure on the inter-op pool (for kernels that spawn work).
     std::function<void(std::function<void()>)>* runner = nullptr;
@@ -188,6 +191,11 @@ class OpKernelContext {
     return params_->cancellation_manager;
   }
   ResourceMgr* resource_manager() const { return params_->resource_manager; }
+  // Per-step resources; may be null outside a session step (kernels then
+  // fail with FailedPrecondition).
+  ResourceMgr* step_resource_manager() const {
+    return params_->step_resource_manager;
+  }
   ThreadPool* intra_op_threadpool() const {
     return params_->device->intra_op_pool();
   }
@@ -197,6 +205,9 @@ class OpKernelContext {
 
   // Inputs.
   int num_inputs() const { return static_cast<int>(params_->inputs.size()); }
+  // False only for a dead input of a Merge (the one kernel the executor runs
+  // with inputs missing); input(i) must not be called then.
+  bool has_input(int i) const { return params_->inputs[i].tensor != nullptr; }
   // The value of input i (for a ref input, the referenced tensor; read it
   // under input_ref_mutex(i) if others may write it).
   const Tensor& input(int i) const { return *params_->inputs[i].tensor; }

@@ -1,11 +1,11 @@
 // Control-flow primitives (whitepaper §4.4, OSDI §3.4): Switch, Merge,
 // Enter, Exit, NextIteration, LoopCond, ControlTrigger and their Ref forms.
 //
-// The op definitions and shape functions are here so TensorFlow graphs with
-// tf.cond / tf.while_loop import and can be inspected and exported. Their
-// CPU kernels need the executor's frames and dead-tensor propagation and
-// arrive with the control-flow issue; until then running one fails at
-// kernel lookup with a clear "no CPU kernel registered for op Switch".
+// The kernels only move tensors: what makes these ops control flow is the
+// executor's handling of frames, iterations and dead tokens (Note [Frames
+// and dead tensors] in runnel/runtime/executor.cc). Switch leaves its
+// untaken output unset, which the executor turns into a dead token; Merge
+// runs with its dead inputs missing (OpKernelContext::has_input).
 #include "runnel/framework/op_kernel.h"
 
 namespace runnel {
@@ -152,6 +152,87 @@ REGISTER_OP("LoopCond")
 REGISTER_OP("ControlTrigger")
     .SetShapeFn(shape_fns::NoOutputs)
     .Doc("Does nothing; runs even when its control inputs are dead.");
+
+// ---------------------------------------------------------------------------
+// Kernels
+
+// Forwards input 0 to output 0: the value, or for Ref ops the reference.
+class ForwardKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    if (ctx->input_is_ref(0)) {
+      ctx->forward_ref_input_to_ref_output(0, 0);
+    } else {
+      ctx->set_output(0, ctx->input(0));
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class SwitchKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& pred = ctx->input(1);
+    OP_REQUIRES(ctx, pred.dims() == 0,
+                errors::InvalidArgument(
+                    "The second input must be a scalar (the predicate), but "
+                    "it has shape ",
+                    pred.shape().DebugString()));
+    const int port = pred.scalar<bool>() ? 1 : 0;
+    if (ctx->input_is_ref(0)) {
+      ctx->forward_ref_input_to_ref_output(0, port);
+    } else {
+      ctx->set_output(port, ctx->input(0));
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class MergeKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      if (!ctx->has_input(i)) continue;
+      if (ctx->input_is_ref(i)) {
+        ctx->forward_ref_input_to_ref_output(i, 0);
+      } else {
+        ctx->set_output(0, ctx->input(i));
+      }
+      Tensor* index;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &index));
+      index->scalar<int32_t>() = i;
+      return;
+    }
+    ctx->SetStatus(errors::Internal("Merge ran with no live input"));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class ControlTriggerKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext*) override {}
+  bool IsExpensive() const override { return false; }
+};
+
+REGISTER_KERNEL_BUILDER(Name("Switch").Device(kDeviceCpu), SwitchKernel);
+REGISTER_KERNEL_BUILDER(Name("RefSwitch").Device(kDeviceCpu), SwitchKernel);
+REGISTER_KERNEL_BUILDER(Name("Merge").Device(kDeviceCpu), MergeKernel);
+REGISTER_KERNEL_BUILDER(Name("RefMerge").Device(kDeviceCpu), MergeKernel);
+REGISTER_KERNEL_BUILDER(Name("Enter").Device(kDeviceCpu), ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("RefEnter").Device(kDeviceCpu), ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("Exit").Device(kDeviceCpu), ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("RefExit").Device(kDeviceCpu), ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("NextIteration").Device(kDeviceCpu),
+                        ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("RefNextIteration").Device(kDeviceCpu),
+                        ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("LoopCond").Device(kDeviceCpu), ForwardKernel);
+REGISTER_KERNEL_BUILDER(Name("ControlTrigger").Device(kDeviceCpu),
+                        ControlTriggerKernel);
 
 }  // namespace
 }  // namespace runnel

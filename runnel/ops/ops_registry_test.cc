@@ -11,17 +11,6 @@
 namespace runnel {
 namespace {
 
-// Ops registered (so TensorFlow graphs that use them import) whose CPU
-// kernels arrive with a later issue. Keep this list short and honest.
-const std::set<std::string>& OpsWithoutKernelsYet() {
-  // Control flow needs frames and dead tensors in the executor (issue #4).
-  static const auto* s = new std::set<std::string>{
-      "Switch",        "RefSwitch",        "Merge",    "RefMerge",
-      "Enter",         "RefEnter",         "Exit",     "RefExit",
-      "NextIteration", "RefNextIteration", "LoopCond", "ControlTrigger"};
-  return *s;
-}
-
 // Every combination of allowed types for the op's "type" attrs (first
 // allowed value of the others when the product gets large).
 std::vector<AttrMap> TypeCombinations(const OpDef& def) {
@@ -66,7 +55,6 @@ TEST(OpsRegistryTest, EveryOpHasShapeFnDocAndKernels) {
     ++ops;
     if (!d->shape_fn) problems.push_back(name + ": no shape function");
     if (d->op_def.summary().empty()) problems.push_back(name + ": no doc");
-    if (OpsWithoutKernelsYet().count(name)) continue;
     auto kernels = KernelRegistry::Global()->KernelsForOp(name);
     for (const AttrMap& combo : TypeCombinations(d->op_def)) {
       bool found = false;

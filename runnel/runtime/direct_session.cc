@@ -370,6 +370,8 @@ Status DirectSession::Run(
   args.call_frame = &frame;
   args.cancellation_manager = &cm;
   args.resource_manager = resource_mgr_.get();
+  ResourceMgr step_resources;  // TensorArrays and stacks die with the step.
+  args.step_resource_manager = &step_resources;
   args.stats = collector.get();
 
   int64_t timeout_ms = options.timeout_in_ms();
@@ -377,10 +379,19 @@ Status DirectSession::Run(
 
   absl::Notification done;
   Status run_status;
-  ek->executor->RunAsync(args, [&](const Status& s) {
+  auto on_done = [&](const Status& s) {
     run_status = s;
     done.Notify();
-  });
+  };
+  if (timeout_ms > 0) {
+    // The executor runs cheap nodes inline on the thread that starts it,
+    // so a step that must be interruptible (an endless loop of cheap nodes)
+    // starts on the pool while this thread keeps the clock.
+    CpuThreadPool()->Schedule(
+        [&ek, &args, &on_done] { ek->executor->RunAsync(args, on_done); });
+  } else {
+    ek->executor->RunAsync(args, on_done);
+  }
   bool timed_out = false;
   if (timeout_ms > 0) {
     if (!done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
@@ -405,7 +416,11 @@ Status DirectSession::Run(
   outputs->reserve(output_names.size());
   for (size_t i = 0; i < output_names.size(); ++i) {
     if (!frame.is_set(static_cast<int>(i))) {
-      return errors::Internal("fetch '", output_names[i], "' was not produced");
+      // Only a dead tensor (of an untaken conditional branch) goes unset.
+      return errors::InvalidArgument(
+          "fetch '", output_names[i],
+          "' has no value: it is dead (computed only on a branch of a "
+          "conditional that was not taken)");
     }
     outputs->push_back(std::move(frame.retvals()[i]));
   }

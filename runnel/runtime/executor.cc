@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/base/env.h"
@@ -27,11 +29,36 @@ struct NodeItem {
   std::shared_ptr<OpKernel> kernel;
   bool is_async = false;
   bool expensive = true;
+  // Control-flow roles (Note [Frames and dead tensors]).
+  bool is_merge = false;
+  bool is_enter = false;
+  bool is_constant_enter = false;
+  bool is_exit = false;
+  bool is_next_iteration = false;
+  bool is_control_trigger = false;
   int32_t num_inputs = 0;
+  // The node's frame, its index among that frame's nodes, and the first of
+  // its input slots in that frame's per-iteration storage.
+  int32_t frame = 0;
+  int32_t pending_id = 0;
   int32_t input_start = 0;
+  int32_t enter_frame = -1;  // Enter: the child frame its output goes to.
+  int32_t parallel_iterations = 1;
   int32_t out_begin = 0, out_end = 0;    // Into Plan::out_edges.
   int32_t ctrl_begin = 0, ctrl_end = 0;  // Into Plan::control_out.
   int32_t pending_init = 0;
+  int32_t expects_ref_begin = 0;  // Into Plan::input_expects_ref.
+};
+
+// A frame of the graph: the root, or the body of one while loop (one frame
+// name). At run time each (parent frame instance, parent iteration) gets its
+// own instance of a loop frame, and each iteration its own storage.
+struct FrameInfo {
+  std::string name;
+  int32_t parent = -1;
+  int32_t num_enters = 0;  // Enter nodes feeding the frame.
+  int32_t total_inputs = 0;
+  std::vector<int32_t> pending_init;  // By pending_id.
 };
 
 }  // namespace
@@ -42,9 +69,100 @@ struct Executor::Plan {
   std::vector<OutEdge> out_edges;
   std::vector<int32_t> control_out;
   std::vector<int32_t> roots;
-  std::vector<bool> input_expects_ref;  // Per global input slot.
-  int32_t total_inputs = 0;
+  std::vector<bool> input_expects_ref;  // By expects_ref_begin + input.
+  // Without control-flow ops there is one frame, no dead tensor and no
+  // merge: the executor takes its lock-free path.
+  bool has_control_flow = false;
+  std::vector<FrameInfo> frames;  // frames[0] is the root.
 };
+
+namespace {
+
+bool IsOp(const Node* n, std::initializer_list<const char*> ops) {
+  for (const char* op : ops) {
+    if (n->type_string() == op) return true;
+  }
+  return false;
+}
+
+// Assigns every node its frame by walking from the roots: an Enter's
+// outputs are in the child frame it names, an Exit's in its frame's parent,
+// everything else in its input's frame.
+Status BuildFrames(const std::vector<Node*>& nodes,
+                   const std::vector<int32_t>& index_of, Executor::Plan* plan) {
+  std::vector<NodeItem>& items = plan->items;
+  std::vector<FrameInfo>& frames = plan->frames;
+  frames.assign(1, FrameInfo{});
+  absl::flat_hash_map<std::string, int32_t> frame_index;
+  std::vector<int32_t> frame_of(nodes.size(), -1);
+  std::deque<int32_t> queue;
+  for (int32_t r : plan->roots) {
+    frame_of[r] = 0;
+    queue.push_back(r);
+  }
+  while (!queue.empty()) {
+    const int32_t i = queue.front();
+    queue.pop_front();
+    const Node* n = nodes[i];
+    const int32_t f = frame_of[i];
+    int32_t out_frame = f;
+    if (items[i].is_exit) {
+      if (f == 0) {
+        return errors::InvalidArgument(
+            n->type_string(), " '", n->name(),
+            "' is not inside a while loop: it has no frame to exit");
+      }
+      out_frame = frames[f].parent;
+    } else if (items[i].is_enter) {
+      std::string name;
+      RETURN_IF_ERROR(GetAttr(n->attrs(), "frame_name", &name));
+      auto [it, inserted] =
+          frame_index.emplace(name, static_cast<int32_t>(frames.size()));
+      if (inserted) {
+        frames.push_back(FrameInfo{});
+        frames.back().name = name;
+        frames.back().parent = f;
+      } else if (frames[it->second].parent != f) {
+        return errors::InvalidArgument(
+            "frame '", name, "' is entered from two different frames ('",
+            frames[frames[it->second].parent].name, "' and '", frames[f].name,
+            "'), at ", n->type_string(), " '", n->name(), "'");
+      }
+      out_frame = it->second;
+      items[i].enter_frame = out_frame;
+      ++frames[out_frame].num_enters;
+    }
+    for (const Edge* e : n->out_edges()) {
+      const int32_t dst = index_of[e->dst()->id()];
+      if (frame_of[dst] < 0) {
+        frame_of[dst] = out_frame;
+        queue.push_back(dst);
+      } else if (frame_of[dst] != out_frame) {
+        return errors::InvalidArgument(
+            "node '", e->dst()->name(), "' has inputs from different frames: '",
+            n->name(), "' gives it a value in frame '", frames[out_frame].name,
+            "' but it is already in frame '", frames[frame_of[dst]].name, "'");
+      }
+    }
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (frame_of[i] < 0) {
+      return errors::InvalidArgument(
+          "node '", nodes[i]->name(),
+          "' can never run: it is on a cycle not entered through a Merge");
+    }
+    NodeItem& item = items[i];
+    FrameInfo& fi = frames[frame_of[i]];
+    item.frame = frame_of[i];
+    item.pending_id = static_cast<int32_t>(fi.pending_init.size());
+    fi.pending_init.push_back(item.pending_init);
+    item.input_start = fi.total_inputs;
+    fi.total_inputs += item.num_inputs;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(
     const ExecutorParams& params, const Graph& graph) {
@@ -62,25 +180,55 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
     RETURN_IF_ERROR(params.create_kernel(*n, &item.kernel));
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.expensive = item.kernel->IsExpensive();
+    item.is_merge = IsOp(n, {"Merge", "RefMerge"});
+    item.is_enter = IsOp(n, {"Enter", "RefEnter"});
+    item.is_exit = IsOp(n, {"Exit", "RefExit"});
+    item.is_next_iteration = IsOp(n, {"NextIteration", "RefNextIteration"});
+    item.is_control_trigger = IsOp(n, {"ControlTrigger"});
+    if (item.is_enter) {
+      RETURN_IF_ERROR(
+          GetAttr(n->attrs(), "is_constant", &item.is_constant_enter));
+      int64_t parallel = 10;
+      RETURN_IF_ERROR(GetAttr(n->attrs(), "parallel_iterations", &parallel));
+      if (parallel < 1) {
+        return errors::InvalidArgument(
+            n->type_string(), " '", n->name(),
+            "': parallel_iterations must be at least 1, got ", parallel);
+      }
+      item.parallel_iterations = static_cast<int32_t>(
+          std::min<int64_t>(parallel, std::numeric_limits<int32_t>::max() - 1));
+    }
+    plan->has_control_flow |= item.is_merge || item.is_enter || item.is_exit ||
+                              item.is_next_iteration ||
+                              IsOp(n, {"Switch", "RefSwitch"});
     item.num_inputs = n->num_inputs();
-    item.input_start = plan->total_inputs;
-    plan->total_inputs += n->num_inputs();
+    item.expects_ref_begin =
+        static_cast<int32_t>(plan->input_expects_ref.size());
     for (int k = 0; k < n->num_inputs(); ++k) {
       plan->input_expects_ref.push_back(IsRefType(n->input_type(k)));
     }
     std::vector<bool> connected(n->num_inputs(), false);
+    int32_t num_control = 0;
     for (const Edge* e : n->in_edges()) {
       ++item.pending_init;
-      if (!e->IsControlEdge()) connected[e->dst_input()] = true;
+      if (!e->IsControlEdge()) {
+        connected[e->dst_input()] = true;
+      } else {
+        ++num_control;
+      }
     }
+    // A merge waits for its control inputs and for one live data input,
+    // which bit 0 stands for.
+    if (item.is_merge) item.pending_init = 1 + 2 * num_control;
     for (int k = 0; k < n->num_inputs(); ++k) {
       if (!connected[k]) {
         return errors::InvalidArgument("node '", n->name(), "' input ", k,
                                        " is not connected");
       }
     }
-    if (item.pending_init == 0) plan->roots.push_back(static_cast<int32_t>(i));
+    if (n->in_edges().empty()) plan->roots.push_back(static_cast<int32_t>(i));
   }
+  RETURN_IF_ERROR(BuildFrames(nodes, index_of, plan.get()));
   // Out edges, grouped per node and sorted by output so "last use" is exact.
   for (size_t i = 0; i < nodes.size(); ++i) {
     NodeItem& item = plan->items[i];
@@ -98,7 +246,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
       const int32_t dst = index_of[e->dst()->id()];
       OutEdge oe;
       oe.dst = dst;
-      oe.dst_slot = plan->items[dst].input_start + e->dst_input();
+      oe.dst_slot = plan->items[dst].input_start + e->dst_input();  // Local.
       oe.src_output = e->src_output();
       oe.last_use =
           k + 1 == data.size() || data[k + 1]->src_output() != e->src_output();
@@ -135,6 +283,29 @@ void StepStatsCollector::Finalize(StepStats* out) {
 
 // ---------------------------------------------------------------------------
 // Per-run state
+//
+// Note [Frames and dead tensors]: graphs with Switch/Merge/Enter/Exit/
+// NextIteration run as in TensorFlow's executor (whitepaper §4.4, OSDI §3.4):
+// every value is tagged with a frame instance and an iteration. An
+// IterationState holds the input slots and pending counts of one iteration
+// of one frame instance; an Enter creates (or finds) the child frame
+// instance for its (frame, iteration) and feeds iteration 0 — or, with
+// is_constant, every iteration, present and future; NextIteration feeds
+// iteration i+1 (starting it, unless `parallel_iterations` are already
+// running, in which case the value waits until the oldest one finishes);
+// Exit feeds the parent. A Switch leaves its untaken output unset: the edge
+// carries a dead token. A node with a dead input is dead: it does not run and
+// its outputs are dead; a Merge runs on its first live input and is dead
+// only when all its inputs are; a ControlTrigger always runs; a dead
+// NextIteration stops the token (the loop ended); dead Exits of the last
+// iteration are propagated when the frame finishes, so a loop on an untaken
+// branch of a conditional is dead as a whole. A frame instance finishes when
+// all its Enters have arrived and all its iterations are done; an iteration
+// is done when no node of it is outstanding, no child frame started in it is
+// alive and the iteration before it is done.
+//
+// Graphs without control flow take the lock-free path: one frame, one
+// iteration, atomic pending counts, no dead tokens.
 
 namespace {
 
@@ -143,6 +314,7 @@ struct Entry {
   Tensor* ref = nullptr;
   absl::Mutex* ref_mu = nullptr;
   const OpKernel* ref_src = nullptr;  // Producer of `ref` (for errors).
+  bool has_value = false;             // False: never set, or dead.
 };
 
 // Set by a cancellation callback; outlives the state so a late callback
@@ -151,7 +323,61 @@ struct AbortFlag {
   std::atomic<bool> cancelled{false};
 };
 
-using ReadyList = absl::InlinedVector<int32_t, 8>;
+struct IterationState {
+  explicit IterationState(const FrameInfo& info)
+      : inputs(new Entry[info.total_inputs]),
+        pending(info.pending_init),
+        dead_count(info.pending_init.size(), 0) {}
+  std::unique_ptr<Entry[]> inputs;
+  std::vector<int32_t> pending;
+  std::vector<int32_t> dead_count;
+  int64_t outstanding_ops = 0;          // Ready or running nodes.
+  int64_t outstanding_frame_count = 0;  // Child frames started here.
+};
+
+struct FrameState {
+  const FrameInfo* info = nullptr;
+  std::string key;
+  FrameState* parent = nullptr;
+  int64_t parent_iter = 0;
+  int64_t max_parallel_iterations = 1;
+
+  absl::Mutex mu;
+  int64_t iteration_count ABSL_GUARDED_BY(mu) = 0;
+  int32_t num_pending_inputs ABSL_GUARDED_BY(mu) = 0;
+  int64_t num_outstanding_iterations ABSL_GUARDED_BY(mu) = 1;
+  // Live iterations, a window of at most max_parallel_iterations, stored
+  // circularly.
+  std::vector<std::unique_ptr<IterationState>> iterations;
+  std::vector<int32_t> dead_exits ABSL_GUARDED_BY(mu);
+  // NextIteration values waiting for a free iteration slot.
+  std::vector<std::pair<int32_t, Entry>> next_iter_roots ABSL_GUARDED_BY(mu);
+  // Loop-invariant (is_constant Enter) values, fed to every new iteration.
+  std::vector<std::pair<int32_t, Entry>> inv_values ABSL_GUARDED_BY(mu);
+
+  FrameState(const FrameInfo* fi, int64_t parallel)
+      : info(fi), max_parallel_iterations(parallel), iterations(parallel + 1) {
+    iterations[0] = std::make_unique<IterationState>(*fi);
+  }
+  // No lock needed: a slot only changes when its iteration starts or ends,
+  // and a caller holds an outstanding op of the iteration it asks for.
+  IterationState* GetIteration(int64_t iter) {
+    return iterations[iter % iterations.size()].get();
+  }
+};
+
+// A node to run: which, in which frame instance and iteration, and whether
+// it is dead (it then only propagates dead tokens).
+struct TaggedNode {
+  int32_t id;
+  FrameState* frame;
+  int64_t iter;
+  bool is_dead;
+};
+
+using ReadyList = absl::InlinedVector<TaggedNode, 8>;
+using InlineReady = std::deque<TaggedNode>;
+using OutputEntries = absl::InlinedVector<Entry, 4>;
 
 }  // namespace
 
@@ -162,11 +388,17 @@ class ExecutorState {
       : plan_(plan),
         args_(args),
         done_(std::move(done)),
-        inputs_(new Entry[plan.total_inputs]),
-        pending_(new std::atomic<int32_t>[plan.items.size()]),
         abort_(std::make_shared<AbortFlag>()) {
-    for (size_t i = 0; i < plan.items.size(); ++i) {
-      pending_[i].store(plan.items[i].pending_init, std::memory_order_relaxed);
+    if (plan.has_control_flow) {
+      root_ = std::make_unique<FrameState>(&plan.frames[0], 1);
+      root_->key = "";
+    } else {
+      inputs_.reset(new Entry[plan.frames[0].total_inputs]);
+      pending_.reset(new std::atomic<int32_t>[plan.items.size()]);
+      for (size_t i = 0; i < plan.items.size(); ++i) {
+        pending_[i].store(plan.items[i].pending_init,
+                          std::memory_order_relaxed);
+      }
     }
     runner_ = [pool = plan.params.pool](std::function<void()> fn) {
       pool->Schedule(std::move(fn));
@@ -188,8 +420,16 @@ class ExecutorState {
       return;
     }
     num_outstanding_.store(static_cast<int64_t>(plan_.roots.size()));
-    std::deque<int32_t> inline_ready;
-    ReadyList ready(plan_.roots.begin(), plan_.roots.end());
+    ReadyList ready;
+    for (int32_t r : plan_.roots) {
+      ready.push_back(TaggedNode{r, root_.get(), 0, false});
+    }
+    if (root_ != nullptr) {
+      absl::MutexLock l(&root_->mu);
+      root_->GetIteration(0)->outstanding_ops =
+          static_cast<int64_t>(plan_.roots.size());
+    }
+    InlineReady inline_ready;
     ScheduleReady(ready, &inline_ready);
     // ScheduleReady counted nothing new here: roots were counted above.
     RunInline(&inline_ready);
@@ -202,30 +442,44 @@ class ExecutorState {
   }
 
   // Runs `first` and then every node made ready inline, on this thread.
-  void Process(int32_t first) {
-    std::deque<int32_t> inline_ready;
+  void Process(TaggedNode first) {
+    InlineReady inline_ready;
     inline_ready.push_back(first);
     RunInline(&inline_ready);
   }
 
-  void RunInline(std::deque<int32_t>* inline_ready) {
+  void RunInline(InlineReady* inline_ready) {
     while (!inline_ready->empty()) {
-      const int32_t id = inline_ready->front();
+      const TaggedNode t = inline_ready->front();
       inline_ready->pop_front();
-      RunNode(id, inline_ready);
+      RunNode(t, inline_ready);
     }
   }
 
-  void RunNode(int32_t id, std::deque<int32_t>* inline_ready) {
-    const NodeItem& item = plan_.items[id];
+  // The input slots of the node's iteration.
+  Entry* InputsFor(const TaggedNode& t) {
+    return t.frame == nullptr ? inputs_.get()
+                              : t.frame->GetIteration(t.iter)->inputs.get();
+  }
+
+  void RunNode(const TaggedNode& t, InlineReady* inline_ready) {
+    const NodeItem& item = plan_.items[t.id];
+    Entry* entries = InputsFor(t);
     if (Aborted()) {
-      ClearInputs(item);
+      ClearInputs(entries, item);
       NodeDone(absl::OkStatus(), {}, inline_ready);
       return;
     }
+    if (t.is_dead) {
+      ClearInputs(entries, item);
+      ReadyList ready;
+      PropagateControlFlow(t, nullptr, &ready);
+      NodeDone(absl::OkStatus(), ready, inline_ready);
+      return;
+    }
     absl::InlinedVector<TensorValue, 4> in(item.num_inputs);
-    if (Status s = PrepareInputs(item, &in); !s.ok()) {
-      ClearInputs(item);
+    if (Status s = PrepareInputs(item, entries, &in); !s.ok()) {
+      ClearInputs(entries, item);
       NodeDone(errors::Prefix(s, item.kernel->ErrorPrefix()), {}, inline_ready);
       return;
     }
@@ -242,7 +496,7 @@ class ExecutorState {
     }
 
     if (item.is_async) {
-      RunAsyncNode(id, std::move(in), stats_storage, stats != nullptr);
+      RunAsyncNode(t, std::move(in), stats_storage, stats != nullptr);
       return;
     }
 
@@ -255,46 +509,73 @@ class ExecutorState {
     if (stats)
       stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
     ReadyList ready;
-    Status s = ctx.status();
-    if (s.ok())
-      s = PropagateOutputs(item, &ctx, &ready, stats);
-    else
-      s = errors::Prefix(s, item.kernel->ErrorPrefix());
-    ClearInputs(item);
-    if (stats) FinishStats(stats);
+    Status s = FinishNode(t, &ctx, entries, &ready, stats);
     NodeDone(s, ready, inline_ready);
   }
 
-  void RunAsyncNode(int32_t id, absl::InlinedVector<TensorValue, 4> in,
+  // After the kernel of `t` ran: propagates its outputs (or its error) and
+  // clears its inputs.
+  Status FinishNode(const TaggedNode& t, OpKernelContext* ctx, Entry* entries,
+                    ReadyList* ready, NodeExecStats* stats) {
+    const NodeItem& item = plan_.items[t.id];
+    Status s = ctx->status();
+    if (!s.ok()) {
+      ClearInputs(entries, item);
+      if (stats) FinishStats(stats);
+      return errors::Prefix(s, item.kernel->ErrorPrefix());
+    }
+    if (stats) RecordOutputs(ctx, stats);
+    if (t.frame == nullptr) {
+      s = PropagateOutputs(item, ctx, ready);
+      ClearInputs(entries, item);
+    } else {
+      // The iteration (and its inputs) may be gone once propagated.
+      ClearInputs(entries, item);
+      OutputEntries outs(ctx->num_outputs());
+      for (int k = 0; k < ctx->num_outputs(); ++k) {
+        OpKernelContext::Output* o = ctx->mutable_output_slot(k);
+        if (!o->has_value) continue;  // Dead (an untaken Switch branch).
+        Entry& e = outs[k];
+        e.has_value = true;
+        if (o->ref != nullptr) {
+          e.ref = o->ref;
+          e.ref_mu = o->ref_mu;
+          e.ref_src = item.kernel.get();
+        } else {
+          e.val = std::move(o->value);
+        }
+      }
+      PropagateControlFlow(t, &outs, ready);
+    }
+    if (stats) FinishStats(stats);
+    return s;
+  }
+
+  void RunAsyncNode(const TaggedNode& t, absl::InlinedVector<TensorValue, 4> in,
                     NodeExecStats stats, bool tracing) {
-    const NodeItem& item = plan_.items[id];
+    const NodeItem& item = plan_.items[t.id];
     struct AsyncState {
+      TaggedNode t;
       absl::InlinedVector<TensorValue, 4> in;
       OpKernelContext::Params params;
       std::unique_ptr<OpKernelContext> ctx;
       NodeExecStats stats;
       bool tracing;
     };
-    auto* st =
-        new AsyncState{std::move(in), {}, nullptr, std::move(stats), tracing};
+    auto* st = new AsyncState{t,       std::move(in),    {},
+                              nullptr, std::move(stats), tracing};
     FillParams(item, st->in, &st->params);
     st->ctx = std::make_unique<OpKernelContext>(&st->params);
     if (tracing)
       st->stats.set_op_start_rel_nanos(NowNanos() -
                                        st->stats.all_start_nanos());
-    item.kernel->AsAsync()->ComputeAsync(st->ctx.get(), [this, id, st] {
-      const NodeItem& item = plan_.items[id];
+    item.kernel->AsAsync()->ComputeAsync(st->ctx.get(), [this, st] {
       NodeExecStats* stats = st->tracing ? &st->stats : nullptr;
       if (stats)
         stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
       ReadyList ready;
-      Status s = st->ctx->status();
-      if (s.ok())
-        s = PropagateOutputs(item, st->ctx.get(), &ready, stats);
-      else
-        s = errors::Prefix(s, item.kernel->ErrorPrefix());
-      ClearInputs(item);
-      if (stats) FinishStats(stats);
+      Status s =
+          FinishNode(st->t, st->ctx.get(), InputsFor(st->t), &ready, stats);
       delete st;
       NodeDone(s, ready, nullptr);
     });
@@ -308,18 +589,18 @@ class ExecutorState {
     p->call_frame = args_.call_frame;
     p->cancellation_manager = args_.cancellation_manager;
     p->resource_manager = args_.resource_manager;
+    p->step_resource_manager = args_.step_resource_manager;
     p->step_id = args_.step_id;
     p->runner = &runner_;
     p->track_allocations = args_.stats != nullptr;
   }
 
-  Status PrepareInputs(const NodeItem& item,
+  Status PrepareInputs(const NodeItem& item, Entry* entries,
                        absl::InlinedVector<TensorValue, 4>* in) {
     for (int32_t k = 0; k < item.num_inputs; ++k) {
-      const int32_t slot = item.input_start + k;
-      Entry& e = inputs_[slot];
+      Entry& e = entries[item.input_start + k];
       if (e.ref != nullptr) {
-        if (plan_.input_expects_ref[slot]) {
+        if (plan_.input_expects_ref[item.expects_ref_begin + k]) {
           (*in)[k] = TensorValue{e.ref, e.ref_mu};
           continue;
         }
@@ -334,25 +615,25 @@ class ExecutorState {
         e.val = *e.ref;
         e.ref = nullptr;
         e.ref_mu = nullptr;
+      } else if (!e.has_value) {
+        // Only a Merge runs with inputs missing (dead or not yet arrived).
+        (*in)[k] = TensorValue{};
+        continue;
       }
       (*in)[k] = TensorValue{&e.val, nullptr};
     }
     return absl::OkStatus();
   }
 
-  void ClearInputs(const NodeItem& item) {
+  void ClearInputs(Entry* entries, const NodeItem& item) {
     for (int32_t k = 0; k < item.num_inputs; ++k) {
-      Entry& e = inputs_[item.input_start + k];
-      e.val = Tensor();
-      e.ref = nullptr;
-      e.ref_mu = nullptr;
-      e.ref_src = nullptr;
+      entries[item.input_start + k] = Entry();
     }
   }
 
+  // The lock-free path (no control flow).
   Status PropagateOutputs(const NodeItem& item, OpKernelContext* ctx,
-                          ReadyList* ready, NodeExecStats* stats) {
-    if (stats) RecordOutputs(ctx, stats);
+                          ReadyList* ready) {
     for (int32_t k = item.out_begin; k < item.out_end; ++k) {
       const OutEdge& oe = plan_.out_edges[k];
       OpKernelContext::Output* o = ctx->mutable_output_slot(oe.src_output);
@@ -361,6 +642,7 @@ class ExecutorState {
                                 oe.src_output, " was not set by the kernel");
       }
       Entry& dst = inputs_[oe.dst_slot];
+      dst.has_value = true;
       if (o->ref != nullptr) {
         // Dereferenced lazily in PrepareInputs, when the consumer runs.
         dst.ref = o->ref;
@@ -372,17 +654,297 @@ class ExecutorState {
         dst.val = o->value;
       }
       if (pending_[oe.dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        ready->push_back(oe.dst);
+        ready->push_back(TaggedNode{oe.dst, nullptr, 0, false});
       }
     }
     for (int32_t k = item.ctrl_begin; k < item.ctrl_end; ++k) {
       const int32_t dst = plan_.control_out[k];
       if (pending_[dst].fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        ready->push_back(dst);
+        ready->push_back(TaggedNode{dst, nullptr, 0, false});
       }
     }
     return absl::OkStatus();
   }
+
+  // ---- Control flow (Note [Frames and dead tensors]).
+
+  // Delivers the outputs of `item` (all dead when `outs` is null) to its
+  // successors in `iter` of `frame`, collecting those made ready.
+  void ActivateNodes(const NodeItem& item, OutputEntries* outs, bool may_move,
+                     FrameState* frame, int64_t iter, ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu) {
+    IterationState* is = frame->GetIteration(iter);
+    const bool is_dead = outs == nullptr;
+    for (int32_t k = item.out_begin; k < item.out_end; ++k) {
+      const OutEdge& oe = plan_.out_edges[k];
+      const NodeItem& dst = plan_.items[oe.dst];
+      Entry* out = is_dead ? nullptr : &(*outs)[oe.src_output];
+      const bool live = out != nullptr && out->has_value;
+      int32_t& pending = is->pending[dst.pending_id];
+      int32_t& dead = is->dead_count[dst.pending_id];
+      bool dst_dead = false, dst_ready = false, need_input = false;
+      if (dst.is_merge) {
+        if (live) {
+          // The first live input (bit 0 still set) is the one taken.
+          need_input = (pending & 1) == 1;
+          dst_ready = pending == 1;
+          pending &= ~1;
+        } else {
+          ++dead;
+          // A dead Enter into a Merge: the loop is on an untaken branch.
+          dst_dead = dead == dst.num_inputs || item.is_enter;
+          dst_ready = pending == 1 && dst_dead;
+        }
+      } else {
+        if (!live) ++dead;
+        dst_dead = dead > 0;
+        dst_ready = --pending == 0;
+        need_input = live;
+      }
+      if (need_input) {
+        Entry& slot = is->inputs[oe.dst_slot];
+        if (may_move && oe.last_use) {
+          slot = std::move(*out);
+        } else {
+          slot = *out;
+        }
+      }
+      if (dst_ready) {
+        if (dst.is_control_trigger) dst_dead = false;
+        ready->push_back(TaggedNode{oe.dst, frame, iter, dst_dead});
+        ++is->outstanding_ops;
+      }
+    }
+    for (int32_t k = item.ctrl_begin; k < item.ctrl_end; ++k) {
+      const int32_t d = plan_.control_out[k];
+      ActivateControl(d, is_dead, frame, iter, is, ready);
+    }
+  }
+
+  void ActivateControl(int32_t d, bool is_dead, FrameState* frame, int64_t iter,
+                       IterationState* is, ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu) {
+    const NodeItem& dst = plan_.items[d];
+    int32_t& pending = is->pending[dst.pending_id];
+    int32_t& dead = is->dead_count[dst.pending_id];
+    bool dst_dead, dst_ready;
+    if (dst.is_merge) {
+      pending -= 2;
+      dst_dead = dead == dst.num_inputs;
+      dst_ready = pending == 0 || (pending == 1 && dst_dead);
+    } else {
+      if (is_dead) ++dead;
+      dst_dead = dead > 0;
+      dst_ready = --pending == 0;
+    }
+    if (dst_ready) {
+      if (dst.is_control_trigger) dst_dead = false;
+      ready->push_back(TaggedNode{d, frame, iter, dst_dead});
+      ++is->outstanding_ops;
+    }
+  }
+
+  void PropagateControlFlow(const TaggedNode& t, OutputEntries* outs,
+                            ReadyList* ready) {
+    const NodeItem& item = plan_.items[t.id];
+    FrameState* frame = t.frame;
+    const int64_t iter = t.iter;
+    const bool is_dead = outs == nullptr;
+    bool frame_done = false;
+    if (item.is_enter) {
+      FrameState* child = FindOrCreateChildFrame(frame, iter, item);
+      bool child_done = false;
+      {
+        absl::MutexLock l(&child->mu);
+        if (item.is_constant_enter) {
+          Entry value = is_dead ? Entry() : std::move((*outs)[0]);
+          child->inv_values.push_back({t.id, value});
+          for (int64_t i = 0; i <= child->iteration_count; ++i) {
+            OutputEntries one{value};
+            ActivateNodes(item, value.has_value ? &one : nullptr, false, child,
+                          i, ready);
+          }
+        } else {
+          ActivateNodes(item, outs, true, child, 0, ready);
+        }
+        if (--child->num_pending_inputs == 0) {
+          child_done = CleanupIterations(child, 0, ready);
+        }
+      }
+      if (child_done) FrameFinished(child, ready);
+      frame_done = DecrementOutstandingOps(frame, iter, ready);
+    } else if (item.is_exit) {
+      if (is_dead || !(*outs)[0].has_value) {
+        absl::MutexLock l(&frame->mu);
+        // Remembered only for the last iteration: if the loop ends there,
+        // its consumers outside must learn they are dead.
+        if (iter == frame->iteration_count) frame->dead_exits.push_back(t.id);
+        frame_done = DecrementOutstandingOpsLocked(frame, iter, ready);
+      } else {
+        FrameState* parent = frame->parent;
+        {
+          absl::MutexLock l(&parent->mu);
+          ActivateNodes(item, outs, true, parent, frame->parent_iter, ready);
+        }
+        frame_done = DecrementOutstandingOps(frame, iter, ready);
+      }
+    } else if (item.is_next_iteration) {
+      absl::MutexLock l(&frame->mu);
+      if (!is_dead && (*outs)[0].has_value) {
+        if (iter == frame->iteration_count &&
+            frame->num_outstanding_iterations ==
+                frame->max_parallel_iterations) {
+          frame->next_iter_roots.push_back({t.id, std::move((*outs)[0])});
+        } else {
+          if (iter == frame->iteration_count) IncrementIteration(frame, ready);
+          ActivateNodes(item, outs, true, frame, iter + 1, ready);
+        }
+      }  // A dead NextIteration ends the token's journey.
+      frame_done = DecrementOutstandingOpsLocked(frame, iter, ready);
+    } else {
+      absl::MutexLock l(&frame->mu);
+      ActivateNodes(item, outs, true, frame, iter, ready);
+      frame_done = DecrementOutstandingOpsLocked(frame, iter, ready);
+    }
+    if (frame_done) FrameFinished(frame, ready);
+  }
+
+  FrameState* FindOrCreateChildFrame(FrameState* parent, int64_t parent_iter,
+                                     const NodeItem& enter) {
+    const FrameInfo& info = plan_.frames[enter.enter_frame];
+    std::string key =
+        absl::StrCat(parent->key, ";", parent_iter, ";", info.name);
+    absl::MutexLock l(&frames_mu_);
+    auto it = frames_.find(key);
+    if (it != frames_.end()) return it->second.get();
+    auto child = std::make_unique<FrameState>(&info, enter.parallel_iterations);
+    child->key = key;
+    child->parent = parent;
+    child->parent_iter = parent_iter;
+    {
+      absl::MutexLock cl(&child->mu);
+      child->num_pending_inputs = info.num_enters;
+    }
+    {
+      absl::MutexLock pl(&parent->mu);
+      ++parent->GetIteration(parent_iter)->outstanding_frame_count;
+    }
+    FrameState* raw = child.get();
+    frames_.emplace(std::move(key), std::move(child));
+    return raw;
+  }
+
+  void IncrementIteration(FrameState* frame, ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu) {
+    const int64_t next = ++frame->iteration_count;
+    frame->iterations[next % frame->iterations.size()] =
+        std::make_unique<IterationState>(*frame->info);
+    ++frame->num_outstanding_iterations;
+    frame->dead_exits.clear();
+    auto deferred = std::move(frame->next_iter_roots);
+    frame->next_iter_roots.clear();
+    for (auto& [id, entry] : deferred) {
+      OutputEntries one{std::move(entry)};
+      ActivateNodes(plan_.items[id], &one, true, frame, next, ready);
+    }
+    for (auto& [id, entry] : frame->inv_values) {
+      OutputEntries one{entry};
+      ActivateNodes(plan_.items[id], entry.has_value ? &one : nullptr, false,
+                    frame, next, ready);
+    }
+  }
+
+  bool IsIterationDone(FrameState* frame, int64_t iter)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu) {
+    IterationState* is = frame->GetIteration(iter);
+    if (is->outstanding_ops != 0 || is->outstanding_frame_count != 0) {
+      return false;
+    }
+    if (iter == 0) return frame->num_pending_inputs == 0;
+    return frame->GetIteration(iter - 1) == nullptr;
+  }
+
+  // Deletes finished iterations from `iter` on; true when the whole frame
+  // instance is done.
+  bool CleanupIterations(FrameState* frame, int64_t iter, ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu) {
+    int64_t curr = iter;
+    while (curr <= frame->iteration_count && IsIterationDone(frame, curr)) {
+      frame->iterations[curr % frame->iterations.size()].reset();
+      --frame->num_outstanding_iterations;
+      ++curr;
+      // A finished iteration frees a slot for a deferred one.
+      if (!frame->next_iter_roots.empty()) IncrementIteration(frame, ready);
+    }
+    return frame->num_pending_inputs == 0 &&
+           frame->num_outstanding_iterations == 0;
+  }
+
+  bool DecrementOutstandingOpsLocked(FrameState* frame, int64_t iter,
+                                     ReadyList* ready)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(frame->mu) {
+    IterationState* is = frame->GetIteration(iter);
+    if (--is->outstanding_ops != 0) return false;
+    return CleanupIterations(frame, iter, ready);
+  }
+
+  bool DecrementOutstandingOps(FrameState* frame, int64_t iter,
+                               ReadyList* ready) {
+    absl::MutexLock l(&frame->mu);
+    return DecrementOutstandingOpsLocked(frame, iter, ready);
+  }
+
+  // A frame instance is done: its dead exits reach the parent, it is
+  // deleted, and the parent iteration that started it may now be done.
+  void FrameFinished(FrameState* frame, ReadyList* ready) {
+    FrameState* parent = frame->parent;
+    if (parent == nullptr) return;  // The root lives until the step ends.
+    const int64_t parent_iter = frame->parent_iter;
+    {
+      absl::MutexLock pl(&parent->mu);
+      absl::MutexLock fl(&frame->mu);
+      IterationState* is = parent->GetIteration(parent_iter);
+      for (int32_t id : frame->dead_exits) {
+        const NodeItem& exit = plan_.items[id];
+        for (int32_t k = exit.out_begin; k < exit.out_end; ++k) {
+          const OutEdge& oe = plan_.out_edges[k];
+          const NodeItem& dst = plan_.items[oe.dst];
+          int32_t& pending = is->pending[dst.pending_id];
+          int32_t& dead = is->dead_count[dst.pending_id];
+          ++dead;
+          bool dst_dead = true, dst_ready;
+          if (dst.is_merge) {
+            dst_dead = dead == dst.num_inputs;
+            dst_ready = pending == 1 && dst_dead;
+          } else {
+            dst_ready = --pending == 0;
+          }
+          if (dst_ready) {
+            if (dst.is_control_trigger) dst_dead = false;
+            ready->push_back(TaggedNode{oe.dst, parent, parent_iter, dst_dead});
+            ++is->outstanding_ops;
+          }
+        }
+        for (int32_t k = exit.ctrl_begin; k < exit.ctrl_end; ++k) {
+          ActivateControl(plan_.control_out[k], true, parent, parent_iter, is,
+                          ready);
+        }
+      }
+    }
+    {
+      absl::MutexLock l(&frames_mu_);
+      frames_.erase(frame->key);
+    }
+    bool parent_done;
+    {
+      absl::MutexLock l(&parent->mu);
+      --parent->GetIteration(parent_iter)->outstanding_frame_count;
+      parent_done = CleanupIterations(parent, parent_iter, ready);
+    }
+    if (parent_done) FrameFinished(parent, ready);
+  }
+
+  // ---- Bookkeeping shared by both paths.
 
   void RecordOutputs(OpKernelContext* ctx, NodeExecStats* stats) {
     for (int i = 0; i < ctx->num_outputs(); ++i) {
@@ -414,45 +976,44 @@ class ExecutorState {
 
   // Accounts for one finished node and schedules what it made ready.
   void NodeDone(const Status& s, const ReadyList& ready,
-                std::deque<int32_t>* inline_ready) {
+                InlineReady* inline_ready) {
     if (!s.ok()) {
       absl::MutexLock l(&mu_);
       if (status_.ok()) status_ = s;
       aborted_.store(true, std::memory_order_relaxed);
     }
+    // Once aborted, nodes made ready never run (their frames are freed
+    // with the state).
     if (!ready.empty() && !Aborted()) {
       num_outstanding_.fetch_add(static_cast<int64_t>(ready.size()),
                                  std::memory_order_relaxed);
       ScheduleReady(ready, inline_ready);
-    } else if (!ready.empty()) {
-      // Aborted: the ready nodes never run; nothing to account.
     }
     if (num_outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
   }
 
   // Cheap nodes run inline; expensive ones go to the pool, except that one
   // stays on this thread when there is no other inline work.
-  void ScheduleReady(const ReadyList& ready,
-                     std::deque<int32_t>* inline_ready) {
+  void ScheduleReady(const ReadyList& ready, InlineReady* inline_ready) {
     if (inline_ready == nullptr) {
-      for (int32_t id : ready) runner_([this, id] { Process(id); });
+      for (const TaggedNode& t : ready) runner_([this, t] { Process(t); });
       return;
     }
-    int32_t keep = -1;
-    for (int32_t id : ready) {
-      if (!plan_.items[id].expensive) {
-        inline_ready->push_back(id);
-      } else if (keep < 0 && inline_ready->empty()) {
-        keep = id;
+    const TaggedNode* keep = nullptr;
+    for (const TaggedNode& t : ready) {
+      if (!plan_.items[t.id].expensive || t.is_dead) {
+        inline_ready->push_back(t);
+      } else if (keep == nullptr && inline_ready->empty()) {
+        keep = &t;
       } else {
-        runner_([this, id] { Process(id); });
+        runner_([this, t] { Process(t); });
       }
     }
-    if (keep >= 0) {
+    if (keep != nullptr) {
       if (inline_ready->empty()) {
-        inline_ready->push_back(keep);
+        inline_ready->push_back(*keep);
       } else {
-        runner_([this, keep] { Process(keep); });
+        runner_([this, t = *keep] { Process(t); });
       }
     }
   }
@@ -476,8 +1037,15 @@ class ExecutorState {
   const Executor::Plan& plan_;
   Executor::Args args_;
   Executor::DoneCallback done_;
+  // Lock-free path.
   std::unique_ptr<Entry[]> inputs_;
   std::unique_ptr<std::atomic<int32_t>[]> pending_;
+  // Control-flow path.
+  std::unique_ptr<FrameState> root_;
+  absl::Mutex frames_mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<FrameState>> frames_
+      ABSL_GUARDED_BY(frames_mu_);
+
   std::shared_ptr<AbortFlag> abort_;
   CancellationManager::Token token_ = 0;
   std::function<void(std::function<void()>)> runner_;

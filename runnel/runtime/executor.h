@@ -62,7 +62,8 @@ class Executor {
     CallFrameInterface* call_frame = nullptr;
     CancellationManager* cancellation_manager = nullptr;
     ResourceMgr* resource_manager = nullptr;
-    StepStatsCollector* stats = nullptr;  // Null unless tracing.
+    ResourceMgr* step_resource_manager = nullptr;  // Per-step resources.
+    StepStatsCollector* stats = nullptr;           // Null unless tracing.
   };
   using DoneCallback = std::function<void(const Status&)>;
 
