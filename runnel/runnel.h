@@ -19,6 +19,7 @@
 
 #include "runnel/api/client_session.h"
 #include "runnel/framework/tensor.h"
+#include "runnel/graph/control_flow.h"
 #include "runnel/graph/gradients.h"
 #include "runnel/graph/scope.h"
 #include "runnel/ops/ops_gen.h"

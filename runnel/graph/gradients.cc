@@ -6,10 +6,12 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "runnel/graph/control_flow.h"
 #include "runnel/graph/grad_helpers.h"
 
 namespace runnel {
@@ -174,6 +176,11 @@ class SymbolicGradientBuilder {
                           std::vector<Output>* dx);
   Status CheckGradDtypes(const Node* n, const std::vector<Output>& dx) const;
   StatusOr<Output> ZerosFor(const Output& x);
+  // While loops built by WhileLoop (Note [Loop gradients]).
+  WhileContext* GradLoopOf(const Node* exit) const;
+  bool FeedsLoop(const Node* enter, WhileContext** loop) const;
+  std::vector<Output> LoopSources(const WhileContext* loop) const;
+  Status ProcessLoopExit(Node* exit, WhileContext* loop);
 
   const Scope scope_;
   Scope grad_scope_ = scope_;  // "<scope>/gradients"
@@ -190,7 +197,78 @@ class SymbolicGradientBuilder {
   absl::flat_hash_map<Output, Output, OutputHash> input_grads_;
   absl::flat_hash_map<int, Scope> node_scopes_;
   std::deque<Node*> ready_;
+  ControlFlowInfo* const cf_ = graph_->control_flow_info();
+  absl::flat_hash_set<int> stop_ids_;  // With options.stop_at_inputs.
+  struct LoopState {
+    int pending_exits = 0;
+    std::vector<Output> exit_grads;
+  };
+  absl::flat_hash_map<WhileContext*, LoopState> loops_;
 };
+
+WhileContext* SymbolicGradientBuilder::GradLoopOf(const Node* exit) const {
+  if (cf_ == nullptr) return nullptr;
+  WhileContext* loop = cf_->LoopOfExit(exit->id());
+  if (loop == nullptr) return nullptr;
+  for (const Node* e : loop->exits) {
+    if (e == exit) return loop;
+  }
+  return nullptr;  // Bookkeeping exits (counters, saved values).
+}
+
+// True if `enter` is a loop variable's or a capture's Enter of a loop.
+bool SymbolicGradientBuilder::FeedsLoop(const Node* enter,
+                                        WhileContext** loop) const {
+  if (cf_ == nullptr) return false;
+  WhileContext* l = cf_->LoopOfEnter(enter->id());
+  if (l == nullptr) return false;
+  for (const Node* e : l->enters) {
+    if (e == enter) {
+      *loop = l;
+      return true;
+    }
+  }
+  for (const auto& [outer, e] : l->captures) {
+    if (e == enter) {
+      *loop = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+// What flows into the loop: its variables' initial values, then captures.
+std::vector<Output> SymbolicGradientBuilder::LoopSources(
+    const WhileContext* loop) const {
+  std::vector<Output> sources;
+  for (const Node* e : loop->enters) sources.push_back(EnterInput(e));
+  for (const auto& [outer, e] : loop->captures) {
+    sources.push_back(EnterInput(e));
+  }
+  return sources;
+}
+
+Status SymbolicGradientBuilder::ProcessLoopExit(Node* exit,
+                                                WhileContext* loop) {
+  LoopState& st = loops_[loop];
+  const Output dy = SumGradients(Output(exit, 0));
+  input_grads_[Output(exit, 0)] = dy;
+  for (size_t i = 0; i < loop->exits.size(); ++i) {
+    if (loop->exits[i] == exit) st.exit_grads[i] = dy;
+  }
+  if (--st.pending_exits > 0) return absl::OkStatus();
+  std::vector<Output> enter_grads;
+  const Scope s =
+      grad_scope_.NewSubScope(absl::StrCat(loop->exits[0]->name(), "_grad"));
+  RETURN_IF_ERROR(BuildWhileLoopGradient(s, loop, st.exit_grads, &enter_grads));
+  const std::vector<Output> sources = LoopSources(loop);
+  for (size_t j = 0; j < sources.size() && j < enter_grads.size(); ++j) {
+    BackpropAlongEdge(
+        CarriesGradient(sources[j].type()) ? enter_grads[j] : NoGradient(),
+        sources[j]);
+  }
+  return absl::OkStatus();
+}
 
 Status SymbolicGradientBuilder::Validate() const {
   RETURN_IF_ERROR(scope_.status());
@@ -228,13 +306,23 @@ void SymbolicGradientBuilder::MarkReachable() {
       queue.push_back(o.node());
     }
   }
+  auto mark = [&](Node* n) {
+    if (reachable_[n->id()]) return;
+    reachable_[n->id()] = true;
+    queue.push_back(n);
+  };
   while (!queue.empty()) {
     Node* n = queue.front();
     queue.pop_front();
+    if (stop_ids_.contains(n->id())) continue;
+    if (WhileContext* loop = GradLoopOf(n)) {
+      // A loop is one node: its Exits depend on what enters it.
+      for (const Output& src : LoopSources(loop)) mark(src.node());
+      continue;
+    }
     for (const Edge* e : n->in_edges()) {
-      if (e->IsControlEdge() || reachable_[e->src()->id()]) continue;
-      reachable_[e->src()->id()] = true;
-      queue.push_back(e->src());
+      if (e->IsControlEdge()) continue;
+      mark(e->src());
     }
   }
 }
@@ -255,7 +343,24 @@ void SymbolicGradientBuilder::MarkOnPath() {
     queue.pop_front();
     for (const Edge* e : n->out_edges()) {
       Node* dst = e->dst();
-      if (e->IsControlEdge() || !reachable_[dst->id()]) continue;
+      if (e->IsControlEdge()) continue;
+      WhileContext* loop = nullptr;
+      if (FeedsLoop(dst, &loop)) {
+        // Into a loop: on to its Exits; the loop's gradient will come back
+        // along this edge.
+        bool any = false;
+        for (Node* exit : loop->exits) {
+          if (!reachable_[exit->id()]) continue;
+          any = true;
+          if (!on_path_[exit->id()]) {
+            on_path_[exit->id()] = true;
+            queue.push_back(exit);
+          }
+        }
+        if (any) ++pending_[n->id()];
+        continue;
+      }
+      if (!reachable_[dst->id()]) continue;
       ++pending_[n->id()];
       if (!on_path_[dst->id()]) {
         on_path_[dst->id()] = true;
@@ -355,6 +460,7 @@ Status SymbolicGradientBuilder::CallGradFunction(Node* n,
 }
 
 Status SymbolicGradientBuilder::ProcessNode(Node* n) {
+  if (WhileContext* loop = GradLoopOf(n)) return ProcessLoopExit(n, loop);
   std::vector<Output> dy(n->num_outputs());
   bool any = false;
   for (int i = 0; i < n->num_outputs(); ++i) {
@@ -405,8 +511,22 @@ StatusOr<Output> SymbolicGradientBuilder::ZerosFor(const Output& x) {
 Status SymbolicGradientBuilder::Build(std::vector<Output>* grad_outputs) {
   RETURN_IF_ERROR(Validate());
   grad_scope_ = scope_.NewSubScope("gradients");
+  if (options_.stop_at_inputs) {
+    for (const Output& x : inputs_) stop_ids_.insert(x.node()->id());
+  }
   MarkReachable();
   MarkOnPath();
+  if (cf_ != nullptr) {
+    for (int id = 0; id < static_cast<int>(on_path_.size()); ++id) {
+      if (!on_path_[id]) continue;
+      Node* n = graph_->FindNodeId(id);
+      if (WhileContext* loop = GradLoopOf(n)) {
+        LoopState& st = loops_[loop];
+        st.exit_grads.resize(loop->exits.size());
+        ++st.pending_exits;
+      }
+    }
+  }
   for (size_t k = 0; k < outputs_.size(); ++k) {
     if (!on_path_[outputs_[k].node()->id()]) continue;
     Output g = grad_inputs_[k];

@@ -46,8 +46,11 @@
 // given ZerosLike before its gradient function runs (when floating).
 // A node on a path whose op has no gradient entry at all is
 // InvalidArgument "No gradient defined for op: Foo (node 'x')";
-// PreventGradient is InvalidArgument with its message. Cycles (while loops)
-// are Unimplemented. Gradient nodes are named
+// PreventGradient is InvalidArgument with its message. A while loop built
+// by WhileLoop is one node of the walk: once its Exits' gradients are known,
+// a backward loop gives its inputs' (Note [Loop gradients] in
+// runnel/graph/control_flow.h). Other cycles (loops imported from
+// TensorFlow) are Unimplemented. Gradient nodes are named
 // "<scope>/gradients/<forward node>_grad/<op>" ("gradients_1", ... for
 // later calls).
 //
@@ -139,6 +142,9 @@ struct GradientOptions {
   // An input with no data path to `outputs` is an InvalidArgument error
   // (TF's C++ behaviour) instead of getting a zero gradient.
   bool error_on_unreachable = false;
+  // Gradients stop at `inputs`: nothing flows on to their producers (what
+  // a loop body's gradient needs; like tf.gradients' stop_gradients).
+  bool stop_at_inputs = false;
 };
 
 // Adds to `scope`'s graph the gradients of `outputs` with respect to

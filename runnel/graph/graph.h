@@ -101,6 +101,8 @@ class Edge {
   int id_ = -1;
 };
 
+class ControlFlowInfo;  // runnel/graph/control_flow.h
+
 class Graph {
  public:
   Graph();
@@ -143,7 +145,15 @@ class Graph {
   // Copies every node and edge of `src` into this (empty) graph.
   Status CopyFrom(const Graph& src);
 
+  // What the WhileLoop/Cond builders recorded about the loops and
+  // conditionals they built (for gradients); null until one is built.
+  ControlFlowInfo* control_flow_info() const { return control_flow_.get(); }
+  void set_control_flow_info(std::shared_ptr<ControlFlowInfo> info) {
+    control_flow_ = std::move(info);
+  }
+
  private:
+  std::shared_ptr<ControlFlowInfo> control_flow_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Edge>> edges_;
   absl::flat_hash_map<std::string, Node*> by_name_;
