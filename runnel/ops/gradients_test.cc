@@ -542,7 +542,11 @@ const std::set<std::string>& CheckedOps() {
       // checked in control_flow_ops_session_test (loop primitives are
       // differentiated as whole loops; alone they give an error)
       "Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter", "Exit",
-      "RefExit", "NextIteration", "RefNextIteration"};
+      "RefExit", "NextIteration", "RefNextIteration",
+      // TensorArrays: checked in tensor_array_ops_session_test, and inside
+      // loops in runnel/training/rnn_test
+      "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
+      "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3"};
   return *ops;
 }
 

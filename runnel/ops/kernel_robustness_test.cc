@@ -75,6 +75,12 @@ AttrMap BaseAttrs(const OpDef& def, DataType default_type) {
       attrs[a.name()] = MakeAttrValue(1.0f);
     } else if (t == "bool") {
       attrs[a.name()] = MakeAttrValue(false);
+    } else if (t == "list(string)") {
+      attrs[a.name()] = MakeAttrValue(std::vector<std::string>(
+          std::max<int64_t>(0, a.minimum()), std::string("a")));
+    } else if (t == "list(shape)") {
+      attrs[a.name()] = MakeAttrValue(std::vector<PartialTensorShape>(
+          std::max<int64_t>(0, a.minimum()), PartialTensorShape()));
     } else if (t == "list(int)") {
       attrs[a.name()] = MakeAttrValue(
           std::vector<int64_t>(std::max<int64_t>(2, a.minimum()), 1));
