@@ -546,7 +546,9 @@ const std::set<std::string>& CheckedOps() {
       // TensorArrays: checked in tensor_array_ops_session_test, and inside
       // loops in runnel/training/rnn_test
       "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
-      "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3"};
+      "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3",
+      // fused LSTM cell: checked in lstm_ops_session_test
+      "LSTMBlockCell"};
   return *ops;
 }
 
