@@ -547,8 +547,8 @@ const std::set<std::string>& CheckedOps() {
       // loops in runnel/training/rnn_test
       "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
       "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3",
-      // fused LSTM cell: checked in lstm_ops_session_test
-      "LSTMBlockCell"};
+      // fused LSTM cell and sequence: checked in lstm_ops_session_test
+      "LSTMBlockCell", "BlockLSTM"};
   return *ops;
 }
 

@@ -1,6 +1,8 @@
-// The fused LSTM cell of TensorFlow's rnn_ops: LSTMBlockCell (one time step
+// The fused LSTM ops of TensorFlow's rnn_ops: LSTMBlockCell (one time step
 // of an LSTM layer in one op) and LSTMBlockCellGrad (its element-wise
-// backward pass; lstm_grad.cc adds the MatMuls).
+// backward pass; lstm_grad.cc adds the MatMuls), and BlockLSTM /
+// BlockLSTMGrad (the same cell over a whole sequence in one op each, Note
+// [Block LSTM]).
 //
 // Note [LSTM block cell]
 // With xh = [x, h_prev] ([batch, input + cell]) and w [input + cell,

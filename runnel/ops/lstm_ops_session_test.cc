@@ -165,6 +165,33 @@ TEST(LstmCellSessionTest, FloatRunsAndMatchesDouble) {
   ExpectTensorNear<double>(results[1][1], results[0][1], 1e-4);
 }
 
+// i and o may reuse h_prev's and cs_prev's buffers when the cell is their
+// only consumer: the outputs must be the same as without forwarding.
+TEST(LstmCellSessionTest, ForwardedInputBuffersGiveSameResults) {
+  CellCase c;
+  c.batch = 4;
+  const std::vector<Tensor> v = c.Inputs(71);
+  std::vector<Tensor> results[2];
+  for (bool share : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    Outputs in;
+    for (const Tensor& t : v) {
+      in.push_back(ops::Cast(root, ops::Const(root, t), DT_FLOAT));
+    }
+    auto cell = Cell(root, in, in[1], in[2], true);
+    Outputs fetch = {cell.i, cell.cs, cell.f, cell.o, cell.ci, cell.co, cell.h};
+    if (share) {  // Also fetching the inputs keeps their buffers shared.
+      fetch.push_back(in[1]);
+      fetch.push_back(in[2]);
+    }
+    ClientSession session(root);
+    ASSERT_OK(session.Run(fetch, &results[share]));
+  }
+  for (int k = 0; k < 7; ++k) {
+    ExpectTensorEqual<float>(results[0][k], results[1][k]);
+  }
+}
+
 // BlockLSTM over [time, batch, input]: every input's gradient, with all
 // steps used and with seq_len_max < time (the zero tail gets no gradient).
 TEST(BlockLstmGradientTest, AllInputs) {

@@ -1,0 +1,255 @@
+// A word-level LSTM language model trained on real English: the fortune
+// cookies of the Debian package `fortunes` (/usr/share/games/fortunes).
+//
+//   build/examples/lstm_lm [--epochs 2] [--softmax full|sampled]
+//                          [--num_sampled 512] [--learning_rate 1.0]
+//                          [--max_steps N] [--data_dir DIR]
+//
+// Text is lower-cased and split into words and punctuation; every fortune
+// ends with <eos>; the 10,000 most frequent tokens form the vocabulary
+// (<unk> for the rest). One in ten fortunes (by position) is held out for
+// validation. Training reads the token stream as 64 parallel rows cut into
+// windows of 20 (truncated backpropagation, zero initial state), with SGD;
+// after every epoch it prints the validation perplexity (full softmax).
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "examples/lstm_lm_model.h"
+
+namespace runnel::examples {
+namespace {
+
+struct Flags {
+  int epochs = 2;
+  bool sampled = false;
+  int num_sampled = 512;
+  double learning_rate = 1.0;
+  int max_steps = 0;  // 0: no limit.
+  std::string data_dir = "/usr/share/games/fortunes";
+};
+
+double Now() {
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Lower-cased words (letters, digits, apostrophes) and single punctuation
+// marks.
+void Tokenize(const std::string& text, std::vector<std::string>* out) {
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) out->push_back(word);
+    word.clear();
+  };
+  for (unsigned char ch : text) {
+    if (std::isalnum(ch) || ch == '\'') {
+      word += static_cast<char>(std::tolower(ch));
+    } else {
+      flush();
+      if (std::ispunct(ch)) out->push_back(std::string(1, ch));
+    }
+  }
+  flush();
+}
+
+// Every fortune of every plain-text file in `dir` (files are lists of
+// fortunes separated by lines holding "%"; the .dat index files and .u8
+// links are skipped).
+StatusOr<std::vector<std::vector<std::string>>> ReadFortunes(
+    const std::string& dir) {
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && !e.is_symlink() && ext != ".dat" && ext != ".u8")
+      files.push_back(e.path());
+  }
+  if (ec || files.empty()) {
+    return errors::NotFound("no fortune files in ", dir,
+                            " (install the Debian package `fortunes`)");
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<std::vector<std::string>> fortunes;
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    std::string line, text;
+    while (std::getline(in, line)) {
+      if (line == "%") {
+        fortunes.emplace_back();
+        Tokenize(text, &fortunes.back());
+        if (fortunes.back().empty()) fortunes.pop_back();
+        text.clear();
+      } else {
+        text += line + "\n";
+      }
+    }
+  }
+  return fortunes;
+}
+
+struct Corpus {
+  std::vector<std::string> vocab;
+  std::vector<int32_t> train, valid;
+};
+
+Corpus BuildCorpus(const std::vector<std::vector<std::string>>& fortunes,
+                   int vocab_size) {
+  std::unordered_map<std::string, int64_t> counts;
+  for (const auto& f : fortunes)
+    for (const auto& w : f) ++counts[w];
+  std::vector<std::pair<int64_t, std::string>> by_count;
+  for (const auto& [w, n] : counts) by_count.push_back({-n, w});
+  std::sort(by_count.begin(), by_count.end());
+  Corpus c;
+  c.vocab = {"<eos>", "<unk>"};
+  for (const auto& [n, w] : by_count) {
+    if (static_cast<int>(c.vocab.size()) >= vocab_size) break;
+    c.vocab.push_back(w);
+  }
+  std::unordered_map<std::string, int32_t> id;
+  for (size_t i = 0; i < c.vocab.size(); ++i)
+    id[c.vocab[i]] = static_cast<int32_t>(i);
+  for (size_t k = 0; k < fortunes.size(); ++k) {
+    std::vector<int32_t>& dst = k % 10 == 9 ? c.valid : c.train;
+    for (const auto& w : fortunes[k]) {
+      auto it = id.find(w);
+      dst.push_back(it == id.end() ? 1 : it->second);
+    }
+    dst.push_back(0);
+  }
+  return c;
+}
+
+// The stream as `batch` rows; window k covers positions [k*steps, k*steps +
+// steps] of each row. Returns the number of windows.
+int64_t Windows(const std::vector<int32_t>& stream, int batch, int steps) {
+  const int64_t row = static_cast<int64_t>(stream.size()) / batch;
+  return (row - 1) / steps;
+}
+
+void Window(const std::vector<int32_t>& stream, int batch, int steps, int64_t k,
+            Tensor* x, Tensor* y) {
+  const int64_t row = static_cast<int64_t>(stream.size()) / batch;
+  *x = Tensor(DT_INT32, TensorShape({steps, batch}));
+  *y = Tensor(DT_INT32, TensorShape({steps, batch}));
+  for (int t = 0; t < steps; ++t) {
+    for (int b = 0; b < batch; ++b) {
+      const int64_t pos = b * row + k * steps + t;
+      x->flat<int32_t>()[t * batch + b] = stream[pos];
+      y->flat<int32_t>()[t * batch + b] = stream[pos + 1];
+    }
+  }
+}
+
+void Check(const Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "lstm_lm: %s: %s\n", what, s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string f = argv[i], v = argv[i + 1];
+    if (f == "--epochs")
+      flags.epochs = std::stoi(v);
+    else if (f == "--softmax")
+      flags.sampled = v == "sampled";
+    else if (f == "--num_sampled")
+      flags.num_sampled = std::stoi(v);
+    else if (f == "--learning_rate")
+      flags.learning_rate = std::stod(v);
+    else if (f == "--max_steps")
+      flags.max_steps = std::stoi(v);
+    else if (f == "--data_dir")
+      flags.data_dir = v;
+    else {
+      std::fprintf(stderr, "lstm_lm: unknown flag %s\n", f.c_str());
+      return 2;
+    }
+  }
+  auto fortunes = ReadFortunes(flags.data_dir);
+  Check(fortunes.status(), "read the corpus");
+  LstmLmConfig config;
+  config.sampled_softmax = flags.sampled;
+  config.num_sampled = flags.num_sampled;
+  config.learning_rate = flags.learning_rate;
+  const Corpus corpus = BuildCorpus(*fortunes, config.vocab);
+  std::printf(
+      "fortunes: %zu fortunes, %zu training and %zu validation tokens, "
+      "vocabulary %zu\n",
+      fortunes->size(), corpus.train.size(), corpus.valid.size(),
+      corpus.vocab.size());
+
+  Scope root = Scope::NewRootScope();
+  LstmLm m;
+  Check(BuildLstmLm(root, config, &m), "build the model");
+  auto init = training::GlobalVariablesInitializer(root);
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  Check(session.Run({}, {}, {init}, &out), "initialise");
+
+  auto perplexity = [&] {
+    const int64_t n = Windows(corpus.valid, config.batch, config.steps);
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      Tensor x, y;
+      Window(corpus.valid, config.batch, config.steps, k, &x, &y);
+      Check(session.Run({{m.inputs, x}, {m.targets, y}}, {m.full_loss}, &out),
+            "evaluate");
+      sum += out[0].scalar<float>();
+    }
+    return std::exp(sum / std::max<int64_t>(n, 1));
+  };
+  std::printf("softmax: %s; validation perplexity before training: %.1f\n",
+              flags.sampled ? "sampled" : "full", perplexity());
+
+  const int64_t windows = Windows(corpus.train, config.batch, config.steps);
+  const double start = Now();
+  int64_t step = 0;
+  for (int epoch = 1; epoch <= flags.epochs; ++epoch) {
+    double loss_sum = 0;
+    const double t0 = Now();
+    for (int64_t k = 0; k < windows; ++k) {
+      if (flags.max_steps > 0 && step >= flags.max_steps) break;
+      Tensor x, y;
+      Window(corpus.train, config.batch, config.steps, k, &x, &y);
+      Check(session.Run({{m.inputs, x}, {m.targets, y}}, {m.loss}, {m.train},
+                        &out),
+            "train");
+      loss_sum += out[0].scalar<float>();
+      ++step;
+      const int width = 30;
+      const int done = static_cast<int>(width * (k + 1) / windows);
+      std::printf("\repoch %d [%s%s] %lld/%lld loss %.3f  %.0f words/s", epoch,
+                  std::string(done, '=').c_str(),
+                  std::string(width - done, ' ').c_str(),
+                  static_cast<long long>(k + 1),
+                  static_cast<long long>(windows), loss_sum / (k + 1),
+                  (k + 1) * config.batch * config.steps / (Now() - t0));
+      std::fflush(stdout);
+    }
+    std::printf("\nepoch %d: validation perplexity %.1f (%.0f s so far)\n",
+                epoch, perplexity(), Now() - start);
+    if (flags.max_steps > 0 && step >= flags.max_steps) break;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace runnel::examples
+
+int main(int argc, char** argv) { return runnel::examples::Main(argc, argv); }

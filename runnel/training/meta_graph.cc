@@ -1,0 +1,287 @@
+#include "runnel/training/meta_graph.h"
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+#include "runnel/base/env.h"
+#include "runnel/framework/op.h"
+#include "runnel/io/tensor_bundle.h"
+#include "runnel/training/layers.h"
+
+namespace runnel::training {
+namespace {
+
+// Keeps text-format parse errors for the Status (instead of logging them).
+struct TextErrors : google::protobuf::io::ErrorCollector {
+  void AddError(int line, int column, const std::string& msg) override {
+    if (message.empty()) {
+      message = absl::StrCat(line + 1, ":", column + 1, ": ", msg);
+    }
+  }
+  void AddWarning(int, int, const std::string&) override {}
+  std::string message;
+};
+
+// Parses `bytes` as binary, else as text (`text_first` tries text first).
+// Unknown text fields are skipped (newer TF protos have more).
+Status ParseProtoFile(const std::string& path, const std::string& bytes,
+                      bool text_first, google::protobuf::Message* msg) {
+  auto binary = [&] { return msg->ParseFromString(bytes); };
+  TextErrors errs;
+  auto text = [&] {
+    google::protobuf::TextFormat::Parser parser;
+    parser.AllowUnknownField(true);
+    parser.RecordErrorsTo(&errs);
+    msg->Clear();
+    return parser.ParseFromString(bytes, msg);
+  };
+  if (text_first ? (text() || binary()) : (binary() || text())) {
+    return absl::OkStatus();
+  }
+  return errors::DataLoss(path, " is not a ", msg->GetTypeName(),
+                          " (binary or text; text error: ", errs.message, ")");
+}
+
+bool LooksLikeText(const std::string& path) {
+  return absl::EndsWith(path, ".pbtxt") || absl::EndsWith(path, ".txt") ||
+         absl::EndsWith(path, ".pbtext");
+}
+
+std::string JoinPath(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  return absl::StrCat(a, a.back() == '/' ? "" : "/", b);
+}
+
+// VariableDef of a resource variable as TF 1.x records it.
+VariableDef ToVariableDef(const Variable& v) {
+  VariableDef d;
+  d.set_variable_name(v.handle().name());
+  d.set_initializer_name(v.initializer().name());
+  d.set_snapshot_name(v.value().name());
+  const Operation init = v.initializer();
+  if (init.num_inputs() > 1) d.set_initial_value_name(init.input(1).name());
+  d.set_is_resource(true);
+  d.set_trainable(v.trainable());
+  return d;
+}
+
+// The op the SavedModel asks to run after restoring, or "".
+StatusOr<std::string> InitOpName(const MetaGraphDef& mgd) {
+  auto sig = mgd.signature_def().find(kSavedModelInitOpSignatureKey);
+  if (sig != mgd.signature_def().end()) {
+    auto out = sig->second.outputs().find(kSavedModelInitOpSignatureKey);
+    if (out != sig->second.outputs().end()) return out->second.name();
+  }
+  for (const char* key : {kSavedModelMainOpKey, kSavedModelLegacyInitOpKey}) {
+    auto it = mgd.collection_def().find(key);
+    if (it == mgd.collection_def().end()) continue;
+    const auto& nodes = it->second.node_list().value();
+    if (nodes.size() != 1) {
+      return errors::DataLoss("SavedModel collection '", key,
+                              "' should name one op, it has ", nodes.size());
+    }
+    return nodes[0];
+  }
+  return std::string();
+}
+
+// Feeds for the asset file tensors: their paths under export_dir/assets.
+std::vector<std::pair<std::string, Tensor>> AssetFeeds(
+    const MetaGraphDef& mgd, const std::string& export_dir) {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (const AssetFileDef& a : mgd.asset_file_def()) {
+    feeds.push_back({a.tensor_info().name(),
+                     Tensor::Scalar<tstring>(JoinPath(
+                         JoinPath(export_dir, "assets"), a.filename()))});
+  }
+  return feeds;
+}
+
+std::string TagsString(
+    const google::protobuf::RepeatedPtrField<std::string>& t) {
+  std::vector<std::string> v(t.begin(), t.end());
+  std::sort(v.begin(), v.end());
+  return absl::StrCat("{", absl::StrJoin(v, ", "), "}");
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Export
+
+StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope,
+                                       const MetaGraphExportOptions& options) {
+  MetaGraphDef mgd;
+  RETURN_IF_ERROR(scope.ToGraphDef(mgd.mutable_graph_def()));
+  auto* info = mgd.mutable_meta_info_def();
+  for (const std::string& tag : options.tags) info->add_tags(tag);
+  std::set<std::string> ops;
+  for (const NodeDef& n : mgd.graph_def().node()) ops.insert(n.op());
+  for (const std::string& op : ops) {
+    const OpRegistrationData* reg = OpRegistry::Global()->LookUp(op);
+    if (reg == nullptr) continue;  // Cannot happen for a built graph.
+    OpDef* def = info->mutable_stripped_op_list()->add_op();
+    *def = reg->op_def;
+    // As TF strips them: docs are not needed to run the graph.
+    def->clear_summary();
+    def->clear_description();
+    for (auto& a : *def->mutable_input_arg()) a.clear_description();
+    for (auto& a : *def->mutable_output_arg()) a.clear_description();
+    for (auto& a : *def->mutable_attr()) a.clear_description();
+  }
+  if (options.saver_def != nullptr)
+    *mgd.mutable_saver_def() = *options.saver_def;
+  if (options.variables_collections) {
+    const std::vector<Variable> vars = GlobalVariables(scope);
+    if (!vars.empty()) {
+      auto* all = (*mgd.mutable_collection_def())[kGlobalVariablesKey]
+                      .mutable_bytes_list();
+      for (const Variable& v : vars) {
+        all->add_value(ToVariableDef(v).SerializeAsString());
+      }
+      const std::vector<Variable> trainable = TrainableVariables(scope);
+      if (!trainable.empty()) {
+        auto* t = (*mgd.mutable_collection_def())[kTrainableVariablesKey]
+                      .mutable_bytes_list();
+        for (const Variable& v : trainable) {
+          t->add_value(ToVariableDef(v).SerializeAsString());
+        }
+      }
+    }
+  }
+  for (const auto& [key, c] : options.collections) {
+    (*mgd.mutable_collection_def())[key] = c;
+  }
+  for (const auto& [key, s] : options.signature_defs) {
+    (*mgd.mutable_signature_def())[key] = s;
+  }
+  return mgd;
+}
+
+Status ReadMetaGraphDef(const std::string& path, MetaGraphDef* mgd) {
+  if (!FileExists(path)) return errors::NotFound("no meta graph file ", path);
+  std::string bytes;
+  RETURN_IF_ERROR(ReadFileToString(path, &bytes));
+  return ParseProtoFile(path, bytes, LooksLikeText(path), mgd);
+}
+
+Status WriteMetaGraphDef(const std::string& path, const MetaGraphDef& mgd) {
+  std::string bytes;
+  if (!mgd.SerializeToString(&bytes)) {
+    return errors::InvalidArgument("cannot serialize the MetaGraphDef");
+  }
+  return WriteStringToFileAtomically(path, bytes);
+}
+
+// ---------------------------------------------------------------------------
+// Import
+
+Status ImportMetaGraph(const MetaGraphDef& mgd, Session* session,
+                       std::unique_ptr<Saver>* saver) {
+  Status s = session->Create(mgd.graph_def());
+  if (s.code() == absl::StatusCode::kAlreadyExists) {
+    s = session->Extend(mgd.graph_def());
+  }
+  RETURN_IF_ERROR(s);
+  if (saver != nullptr) {
+    saver->reset();
+    if (mgd.has_saver_def()) {
+      auto made = std::make_unique<Saver>(mgd.saver_def());
+      RETURN_IF_ERROR(made->status());
+      *saver = std::move(made);
+    }
+  }
+  return absl::OkStatus();
+}
+
+StatusOr<std::vector<VariableDef>> VariablesInCollection(
+    const MetaGraphDef& mgd, const std::string& key) {
+  std::vector<VariableDef> out;
+  auto it = mgd.collection_def().find(key);
+  if (it == mgd.collection_def().end()) return out;
+  for (const std::string& bytes : it->second.bytes_list().value()) {
+    VariableDef d;
+    if (!d.ParseFromString(bytes)) {
+      return errors::DataLoss("collection '", key,
+                              "' holds an entry that is not a VariableDef");
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// SavedModel
+
+bool MaybeSavedModelDirectory(const std::string& export_dir) {
+  return FileExists(JoinPath(export_dir, "saved_model.pb")) ||
+         FileExists(JoinPath(export_dir, "saved_model.pbtxt"));
+}
+
+Status LoadSavedModel(const SessionOptions& options,
+                      const std::string& export_dir,
+                      const std::set<std::string>& tags,
+                      SavedModelBundle* bundle) {
+  // 1. The SavedModel proto.
+  SavedModel sm;
+  const std::string pb = JoinPath(export_dir, "saved_model.pb");
+  const std::string pbtxt = JoinPath(export_dir, "saved_model.pbtxt");
+  std::string bytes;
+  if (FileExists(pb)) {
+    RETURN_IF_ERROR(ReadFileToString(pb, &bytes));
+    RETURN_IF_ERROR(ParseProtoFile(pb, bytes, false, &sm));
+  } else if (FileExists(pbtxt)) {
+    RETURN_IF_ERROR(ReadFileToString(pbtxt, &bytes));
+    RETURN_IF_ERROR(ParseProtoFile(pbtxt, bytes, true, &sm));
+  } else {
+    return errors::NotFound("no SavedModel in ", export_dir,
+                            " (neither saved_model.pb nor saved_model.pbtxt)");
+  }
+  // 2. The meta graph with exactly these tags.
+  const MetaGraphDef* found = nullptr;
+  std::vector<std::string> available;
+  for (const MetaGraphDef& m : sm.meta_graphs()) {
+    const auto& t = m.meta_info_def().tags();
+    if (std::set<std::string>(t.begin(), t.end()) == tags) {
+      found = &m;
+      break;
+    }
+    available.push_back(TagsString(t));
+  }
+  if (found == nullptr) {
+    return errors::NotFound(
+        "SavedModel ", export_dir, " has no meta graph with tags {",
+        absl::StrJoin(tags, ", "), "}; it has ",
+        available.empty() ? "none" : absl::StrJoin(available, " "));
+  }
+  // 3. Session and graph.
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(options));
+  std::unique_ptr<Saver> saver;
+  RETURN_IF_ERROR(ImportMetaGraph(*found, session.get(), &saver));
+  // 4. Variables.
+  const auto assets = AssetFeeds(*found, export_dir);
+  const std::string variables =
+      JoinPath(JoinPath(export_dir, "variables"), "variables");
+  if (saver != nullptr && CheckpointExists(variables)) {
+    std::vector<std::pair<std::string, Tensor>> feeds = assets;
+    feeds.push_back({found->saver_def().filename_tensor_name(),
+                     Tensor::Scalar<tstring>(variables)});
+    std::vector<Tensor> out;
+    RETURN_IF_ERROR(
+        session->Run(feeds, {}, {found->saver_def().restore_op_name()}, &out));
+  }
+  // 5. The init op.
+  ASSIGN_OR_RETURN(std::string init_op, InitOpName(*found));
+  if (!init_op.empty()) {
+    std::vector<Tensor> out;
+    RETURN_IF_ERROR(session->Run(assets, {}, {init_op}, &out));
+  }
+  bundle->session = std::move(session);
+  bundle->meta_graph_def = *found;
+  return absl::OkStatus();
+}
+
+}  // namespace runnel::training

@@ -1,0 +1,125 @@
+// MetaGraphDef export/import and TF1 SavedModel loading.
+//
+// A MetaGraphDef (proto/meta_graph.proto, TensorFlow's field numbers) is a
+// graph plus what is needed to use it again: the SaverDef naming its save
+// and restore nodes, TF 1.x collections ("variables", "train_op", ...),
+// signatures, and the OpDefs of the ops it uses. TensorFlow writes them as
+// "model.ckpt-N.meta" beside checkpoints and inside SavedModels.
+//
+//   // Export (e.g. beside a checkpoint):
+//   training::Saver saver(root);
+//   MetaGraphExportOptions opts;
+//   opts.saver_def = &saver.saver_def();
+//   ASSIGN_OR_RETURN(MetaGraphDef mgd, ExportMetaGraph(root, opts));
+//   RETURN_IF_ERROR(WriteMetaGraphDef("/ckpt/model.ckpt-10.meta", mgd));
+//
+//   // Import into a new session and restore:
+//   MetaGraphDef mgd;
+//   RETURN_IF_ERROR(ReadMetaGraphDef("/ckpt/model.ckpt-10.meta", &mgd));
+//   ASSIGN_OR_RETURN(auto session, NewSession());
+//   std::unique_ptr<Saver> saver;
+//   RETURN_IF_ERROR(ImportMetaGraph(mgd, session.get(), &saver));
+//   RETURN_IF_ERROR(saver->Restore(session.get(), "/ckpt/model.ckpt-10"));
+//
+//   // A TF1 SavedModel directory (saved_model.pb or saved_model.pbtxt,
+//   // variables/variables.{index,data-*}, assets/):
+//   SavedModelBundle bundle;
+//   RETURN_IF_ERROR(LoadSavedModel({}, "/models/m/1", {"serve"}, &bundle));
+//   bundle.session->Run({{"x:0", x}}, {"y:0"}, {}, &out);
+//
+// Errors: NotFound for missing files or a tag set no meta graph has (the
+// message lists the tag sets there are); DataLoss for files that do not
+// parse; the session's errors for graphs that do not import (unknown ops
+// are NotFound naming the node) and for failed restores.
+//
+// Thread safety: the functions are reentrant; a SavedModelBundle's session
+// is as thread-safe as any Session.
+#ifndef RUNNEL_TRAINING_META_GRAPH_H_
+#define RUNNEL_TRAINING_META_GRAPH_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proto/meta_graph.pb.h"
+#include "proto/saved_model.pb.h"
+#include "proto/saver.pb.h"
+#include "runnel/base/status.h"
+#include "runnel/graph/scope.h"
+#include "runnel/runtime/session.h"
+#include "runnel/training/saver.h"
+
+namespace runnel::training {
+
+// TF's collection keys (tf.GraphKeys) and SavedModel constants.
+inline constexpr char kGlobalVariablesKey[] = "variables";
+inline constexpr char kTrainableVariablesKey[] = "trainable_variables";
+inline constexpr char kSavedModelMainOpKey[] = "saved_model_main_op";
+inline constexpr char kSavedModelLegacyInitOpKey[] = "legacy_init_op";
+inline constexpr char kSavedModelInitOpSignatureKey[] = "__saved_model_init_op";
+inline constexpr char kSavedModelAssetsKey[] = "saved_model_assets";
+inline constexpr char kSavedModelTagServe[] = "serve";
+inline constexpr char kSavedModelTagTrain[] = "train";
+
+struct MetaGraphExportOptions {
+  // Recorded as the MetaGraphDef's saver_def when set.
+  const SaverDef* saver_def = nullptr;
+  // meta_info_def.tags (for SavedModels).
+  std::vector<std::string> tags;
+  // Added to collection_def as given.
+  std::map<std::string, CollectionDef> collections;
+  std::map<std::string, SignatureDef> signature_defs;
+  // Record the graph's training::Variables as TF 1.x does: VariableDef
+  // protos in the "variables" and "trainable_variables" collections.
+  bool variables_collections = true;
+};
+
+// Builds the MetaGraphDef of `scope`'s graph: meta_info_def (tags and
+// stripped_op_list, the OpDefs of every op the graph uses), graph_def,
+// saver_def, collections and signatures. Returns the scope's error if it
+// has one.
+StatusOr<MetaGraphDef> ExportMetaGraph(const Scope& scope,
+                                       const MetaGraphExportOptions& options);
+
+// Reads a MetaGraphDef: binary, or text when the binary parse fails (or the
+// name ends in ".pbtxt"/".txt"). Text fields this build lacks are skipped.
+Status ReadMetaGraphDef(const std::string& path, MetaGraphDef* mgd);
+// Writes it in binary, atomically.
+Status WriteMetaGraphDef(const std::string& path, const MetaGraphDef& mgd);
+
+// Puts mgd.graph_def into `session` (Create, or Extend if the session
+// already has a graph). If `saver` is non-null it gets a Saver over the
+// meta graph's saver_def, or null when there is none.
+Status ImportMetaGraph(const MetaGraphDef& mgd, Session* session,
+                       std::unique_ptr<Saver>* saver);
+
+// The VariableDefs of a bytes_list collection ("variables",
+// "trainable_variables"); DataLoss if one does not parse.
+StatusOr<std::vector<VariableDef>> VariablesInCollection(
+    const MetaGraphDef& mgd, const std::string& key);
+
+struct SavedModelBundle {
+  std::unique_ptr<Session> session;
+  MetaGraphDef meta_graph_def;
+};
+
+// Loads the meta graph of `export_dir` whose tags are exactly `tags`:
+// creates a session with `options` and its graph, restores the variables
+// from export_dir/variables/variables (feeding asset file tensors with
+// their paths under export_dir/assets) when the meta graph has a saver_def
+// and the checkpoint exists, then runs its init op (signature
+// "__saved_model_init_op", else collection "saved_model_main_op", else
+// "legacy_init_op") if it has one.
+Status LoadSavedModel(const SessionOptions& options,
+                      const std::string& export_dir,
+                      const std::set<std::string>& tags,
+                      SavedModelBundle* bundle);
+
+// True if `export_dir` holds saved_model.pb or saved_model.pbtxt.
+bool MaybeSavedModelDirectory(const std::string& export_dir);
+
+}  // namespace runnel::training
+
+#endif  // RUNNEL_TRAINING_META_GRAPH_H_
