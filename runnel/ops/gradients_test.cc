@@ -548,7 +548,14 @@ const std::set<std::string>& CheckedOps() {
       "TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
       "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3",
       // fused LSTM cell and sequence: checked in lstm_ops_session_test
-      "LSTMBlockCell", "BlockLSTM"};
+      "LSTMBlockCell", "BlockLSTM",
+      // sparse and partitioned: checked in embedding_ops_session_test
+      "DynamicPartition", "ParallelDynamicStitch", "UnsortedSegmentMax",
+      "UnsortedSegmentMin", "UnsortedSegmentProd", "SparseSegmentSum",
+      "SparseSegmentMean", "SparseSegmentSqrtN",
+      "SparseSegmentSumWithNumSegments", "SparseSegmentMeanWithNumSegments",
+      "SparseSegmentSqrtNWithNumSegments", "SparseSegmentSumGrad",
+      "SparseSegmentMeanGrad", "SparseSegmentSqrtNGrad"};
   return *ops;
 }
 

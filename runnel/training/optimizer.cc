@@ -20,6 +20,25 @@ Output CastTo(const Scope& scope, const Output& t, DataType dtype) {
   return ops::Cast(scope, t, dtype);
 }
 
+// Rows `indices` of `v` (a ResourceGather).
+Output Rows(const Scope& scope, const Variable& v, const Output& indices) {
+  return ops::ResourceGather(scope, v.handle(), indices, v.dtype());
+}
+
+// Writes `rows` at `indices` of each variable (Note [Sparse updates]) and
+// groups the writes.
+Operation ScatterRowsAndGroup(const Scope& scope, const Output& indices,
+                              const std::vector<Variable>& vars,
+                              const std::vector<Output>& rows) {
+  std::vector<Operation> writes;
+  for (size_t i = 0; i < vars.size(); ++i) {
+    writes.push_back(
+        ops::ResourceScatterUpdate(scope, vars[i].handle(), indices, rows[i])
+            .operation);
+  }
+  return ops::NoOp(scope.WithControlDependencies(writes)).operation;
+}
+
 // A NoOp named exactly `name` that runs after `deps`.
 Operation GroupNamed(const Scope& scope, const std::string& name,
                      const std::vector<Operation>& deps) {
@@ -63,16 +82,18 @@ Status Optimizer::ComputeGradients(const Scope& scope, const Output& loss,
                                         ".ComputeGradients: no variables to "
                                         "optimize"));
   }
-  std::vector<Output> values;
+  // With respect to the handles (Note [Sparse updates]): the gradient of
+  // each use of the variable, value() reads and ResourceGathers alike.
+  std::vector<Output> handles;
   for (size_t i = 0; i < vars.size(); ++i) {
     if (!vars[i].ok()) {
       return fail(errors::InvalidArgument(name_, ".ComputeGradients: variable ",
                                           i, " is null"));
     }
-    values.push_back(vars[i].value());
+    handles.push_back(vars[i].handle());
   }
   std::vector<Output> grads;
-  Status s = AddSymbolicGradients(scope, {loss}, values, &grads);
+  Status s = AddSymbolicGradients(scope, {loss}, handles, &grads);
   if (!s.ok()) return fail(s);
   grads_and_vars->clear();
   for (size_t i = 0; i < vars.size(); ++i) {
@@ -328,6 +349,19 @@ Status GradientDescentOptimizer::ApplyDense(const Scope& scope,
   return scope.status();
 }
 
+Status GradientDescentOptimizer::ApplySparse(const Scope& scope,
+                                             const SparseGradientInfo& info,
+                                             const Variable& var,
+                                             Operation* update) {
+  // var[indices] -= lr * values; the scatter adds up the rows of duplicate
+  // indices itself, so they need no deduplication.
+  const Output delta = ops::Mul(
+      scope, info.values, Hyper("learning_rate", learning_rate_, var.dtype()));
+  auto op = ops::ResourceScatterSub(scope, var.handle(), info.indices, delta);
+  *update = op.operation;
+  return scope.status();
+}
+
 Status MomentumOptimizer::CreateSlots(const Scope& scope,
                                       const std::vector<Variable>& vars) {
   for (const Variable& v : vars) {
@@ -426,6 +460,35 @@ Status RMSPropOptimizer::ApplyDense(const Scope& scope, const Output& grad,
   return scope.status();
 }
 
+Status RMSPropOptimizer::ApplySparse(const Scope& scope,
+                                     const SparseGradientInfo& info,
+                                     const Variable& var, Operation* update) {
+  // TF's SparseApplyRMSProp on the unique rows (Note [Sparse updates]):
+  // ms = decay ms + (1 - decay) g^2; mom = momentum mom + lr g /
+  // sqrt(ms + epsilon); var -= mom.
+  Output g, indices;
+  RETURN_IF_ERROR(DeduplicateIndices(scope, info, &g, &indices));
+  const DataType dt = var.dtype();
+  const Variable ms = GetSlot(var, "rms"), mom = GetSlot(var, "momentum");
+  const Output decay = Hyper("decay", decay_, dt);
+  const Output one = ops::Const(scope, 1.0, dt);
+  const Output ms_t = ops::Add(
+      scope, ops::Mul(scope, decay, Rows(scope, ms, indices)),
+      ops::Mul(scope, ops::Sub(scope, one, decay), ops::Square(scope, g)));
+  const Output mom_t = ops::Add(
+      scope,
+      ops::Mul(scope, Hyper("momentum", momentum_, dt),
+               Rows(scope, mom, indices)),
+      ops::RealDiv(
+          scope, ops::Mul(scope, Hyper("learning_rate", learning_rate_, dt), g),
+          ops::Sqrt(scope,
+                    ops::Add(scope, ms_t, Hyper("epsilon", epsilon_, dt)))));
+  const Output var_t = ops::Sub(scope, Rows(scope, var, indices), mom_t);
+  *update =
+      ScatterRowsAndGroup(scope, indices, {ms, mom, var}, {ms_t, mom_t, var_t});
+  return scope.status();
+}
+
 Status AdamOptimizer::CreateSlots(const Scope& scope,
                                   const std::vector<Variable>& vars) {
   for (const Variable& v : vars) {
@@ -502,6 +565,41 @@ Status AdadeltaOptimizer::ApplyDense(const Scope& scope, const Output& grad,
       Hyper("epsilon", epsilon_, dt), grad,
       ops::ResourceApplyAdadelta::UseLocking(use_locking()));
   *update = op.operation;
+  return scope.status();
+}
+
+Status AdadeltaOptimizer::ApplySparse(const Scope& scope,
+                                      const SparseGradientInfo& info,
+                                      const Variable& var, Operation* update) {
+  // TF's SparseApplyAdadelta on the unique rows (Note [Sparse updates]):
+  // accum = rho accum + (1 - rho) g^2; u = sqrt(accum_update + eps) /
+  // sqrt(accum + eps) g; var -= lr u; accum_update = rho accum_update +
+  // (1 - rho) u^2.
+  Output g, indices;
+  RETURN_IF_ERROR(DeduplicateIndices(scope, info, &g, &indices));
+  const DataType dt = var.dtype();
+  const Variable accum = GetSlot(var, "accum"),
+                 accum_update = GetSlot(var, "accum_update");
+  const Output rho = Hyper("rho", rho_, dt);
+  const Output eps = Hyper("epsilon", epsilon_, dt);
+  const Output one_minus_rho = ops::Sub(scope, ops::Const(scope, 1.0, dt), rho);
+  const Output accum_t =
+      ops::Add(scope, ops::Mul(scope, rho, Rows(scope, accum, indices)),
+               ops::Mul(scope, one_minus_rho, ops::Square(scope, g)));
+  const Output old_update = Rows(scope, accum_update, indices);
+  const Output u = ops::Mul(
+      scope,
+      ops::RealDiv(scope, ops::Sqrt(scope, ops::Add(scope, old_update, eps)),
+                   ops::Sqrt(scope, ops::Add(scope, accum_t, eps))),
+      g);
+  const Output var_t =
+      ops::Sub(scope, Rows(scope, var, indices),
+               ops::Mul(scope, Hyper("learning_rate", learning_rate_, dt), u));
+  const Output accum_update_t =
+      ops::Add(scope, ops::Mul(scope, rho, old_update),
+               ops::Mul(scope, one_minus_rho, ops::Square(scope, u)));
+  *update = ScatterRowsAndGroup(scope, indices, {accum, accum_update, var},
+                                {accum_t, accum_update_t, var_t});
   return scope.status();
 }
 

@@ -13,7 +13,8 @@
 //                                         {train_op}, &out));
 //
 // Minimize = ComputeGradients (AddSymbolicGradients of the loss with respect
-// to each variable's value(), runnel/graph/gradients.h) + ApplyGradients
+// to each variable's handle, i.e. through every read of it: value() and
+// ResourceGathers alike; runnel/graph/gradients.h) + ApplyGradients
 // (one ResourceApply* op per variable, colocated with it, then a NoOp
 // grouping them, named like the optimizer: "GradientDescent", "Adam", ...).
 // With a global step, ApplyGradients also adds one to it after every update
@@ -43,22 +44,40 @@
 // not an int32/int64 scalar. An Optimizer object builds into one graph.
 //
 // Note [Sparse updates]. A gradient with a recorded sparse form (the
-// gradient of GatherV2/ResourceGather, Note [Sparse gradients] in
-// runnel/graph/gradients.h) is applied, as TF 1.x's
-// _resource_apply_sparse_duplicate_indices does, by first summing the rows
-// of duplicate indices (Unique of the indices, then UnsortedSegmentSum of
-// the values by the unique positions; the kernels alone would apply a
-// duplicate index twice, a different update for Momentum and Adagrad) and
-// then ResourceSparseApplyMomentum / ResourceSparseApplyAdagrad on the
-// unique rows: only the looked-up rows of the variable and its slots are
-// read or written, and the result equals the dense update. The other
-// optimizers (GradientDescent, RMSProp, Adam, Adadelta) apply the dense
-// gradient: TF's sparse forms of those use ResourceScatterAdd or
-// ResourceSparseApply* kernels Runnel does not have yet. ComputeGradients
-// differentiates with respect to value(), so a lookup must gather from
-// value() (GatherV2) to be seen by it; a ResourceGather on handle() needs
-// the gradient with respect to the handle (AddSymbolicGradients) passed to
-// ApplyGradients, where it is applied sparsely too.
+// gradient of GatherV2/ResourceGather, of the sparse segment reductions, and
+// so of EmbeddingLookup in embedding.h; Note [Sparse gradients] in
+// runnel/graph/gradients.h) is applied to the looked-up rows only:
+//   * GradientDescent: ResourceScatterSub(var, indices, lr * values), as
+//     TF's resource_scatter_add of -lr * values; duplicate indices add up in
+//     the scatter.
+//   * Momentum, Adagrad: as TF 1.x's _resource_apply_sparse_duplicate_indices
+//     does, the rows of duplicate indices are summed first (Unique of the
+//     indices, then UnsortedSegmentSum of the values by the unique
+//     positions; the kernels alone would apply a duplicate index twice, a
+//     different update), then ResourceSparseApplyMomentum /
+//     ResourceSparseApplyAdagrad update the unique rows of the variable and
+//     its slot.
+//   Either way only the looked-up rows of the variable and its slots are
+//   read or written, and the result equals the dense update (up to
+//   rounding).
+//   * RMSProp, Adadelta: TF's ResourceSparseApplyRMSProp /
+//     ResourceSparseApplyAdadelta, which Runnel has no kernels for, as a
+//     composite with the same result: the deduplicated rows of the variable
+//     and its slots are gathered (ResourceGather), the dense formulas run
+//     on those rows, and ResourceScatterUpdate writes them back, grouped by
+//     a NoOp. Unlike the fused kernels the read and the write are separate
+//     ops, so two steps racing on one variable may interleave (TF's
+//     use_locking = false behaviour).
+//   Either way only the looked-up rows of the variable and its slots are
+//   read or written, and the result equals TF's sparse update (up to
+//   rounding).
+//   * Adam: the dense fallback. The dense gradient (UnsortedSegmentSum of
+//     the rows) goes through ResourceApplyAdam, which touches every row;
+//     this equals TF 1.x's sparse Adam, whose moment decay is dense too.
+// ComputeGradients differentiates with respect to the variables' handles,
+// so a lookup may read value() (GatherV2) or the handle (ResourceGather):
+// both reach the optimizer sparsely, as long as the variable has that one
+// use on the loss's path (a sum of gradients is dense).
 //
 // Thread safety: none; build from one thread.
 #ifndef RUNNEL_TRAINING_OPTIMIZER_H_
@@ -200,6 +219,9 @@ class GradientDescentOptimizer : public Optimizer {
  protected:
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
+  bool SupportsSparse() const override { return true; }
+  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
+                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_;
@@ -279,6 +301,9 @@ class RMSPropOptimizer : public Optimizer {
                      const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
+  bool SupportsSparse() const override { return true; }
+  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
+                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_, decay_, momentum_, epsilon_;
@@ -336,6 +361,9 @@ class AdadeltaOptimizer : public Optimizer {
                      const std::vector<Variable>& vars) override;
   Status ApplyDense(const Scope& scope, const Output& grad, const Variable& var,
                     Operation* update) override;
+  bool SupportsSparse() const override { return true; }
+  Status ApplySparse(const Scope& scope, const SparseGradientInfo& info,
+                     const Variable& var, Operation* update) override;
 
  private:
   Input learning_rate_, rho_, epsilon_;

@@ -448,9 +448,8 @@ SparseRun Train(EmbeddingModel& m, Optimizer& opt, const std::string& slot,
   std::vector<GradAndVar> gv;
   Status s;
   if (m.resource_gather) {
-    // ComputeGradients differentiates with respect to value() (Note
-    // [Resource variables]); a lookup that reads the handle is
-    // differentiated with respect to the handle.
+    // The gradient with respect to the handle by hand (ComputeGradients
+    // does the same; EmbeddingTest covers that path).
     std::vector<Output> g;
     s = AddSymbolicGradients(m.root, {m.loss}, {m.emb.handle()}, &g);
     if (s.ok()) gv.emplace_back(g[0], m.emb);
@@ -563,13 +562,13 @@ TEST(SparseUpdateTest, AdagradSumsDuplicateIndicesByHand) {
 }
 
 TEST(SparseUpdateTest, DenseOptimizersAndDenseGradientsStayDense) {
-  // GradientDescent has no sparse form here (no ResourceScatterAdd yet).
+  // Adam has no sparse form here: the dense fallback.
   {
     EmbeddingModel m(false, {1, 1});
-    GradientDescentOptimizer opt(0.1);
+    AdamOptimizer opt(0.1);
     Operation train;
     ASSERT_OK(opt.Minimize(m.root, m.loss, {}, nullptr, &train));
-    EXPECT_TRUE(HasOp(OpTypes(m.root), "ResourceApplyGradientDescent"));
+    EXPECT_TRUE(HasOp(OpTypes(m.root), "ResourceApplyAdam"));
   }
   // A gradient with no sparse record (emb also used densely: a sum of two
   // gradients) goes through the dense kernel.
