@@ -5,11 +5,14 @@
 //
 //   build/examples/fashion_mnist_cnn                  # Adam, 3 epochs
 //   build/examples/fashion_mnist_cnn --optimizer=momentum --learning_rate=0.01
+//   build/tools/fashion_mnist_to_tfrecord --out_dir=/tmp/fm
+//   build/examples/fashion_mnist_cnn --data=tfrecord --tfrecord_dir=/tmp/fm
+//       --checkpoint_dir=/tmp/cnn  # queues + checkpoints; kill, rerun
 //
 // Prints a progress bar per epoch (step, mean loss, examples/s), then the
 // test accuracy (about 91% after 3 epochs with the defaults) and the
 // training time.
-#include "examples/fashion_mnist_common.h"
+#include "examples/fashion_mnist_cnn_model.h"
 
 using namespace runnel;  // NOLINT: an example reads better this way.
 
@@ -21,23 +24,8 @@ int main(int argc, char** argv) {
 
   Scope root = Scope::NewRootScope();
   examples::Classifier model;
-  model.example_shape = TensorShape({28, 28, 1});
-  model.images = ops::Placeholder(root.WithOpName("images"), DT_FLOAT,
-                                  ops::Placeholder::Shape({-1, 28, 28, 1}));
-  model.labels = ops::Placeholder(root.WithOpName("labels"), DT_INT32,
-                                  ops::Placeholder::Shape({-1}));
-  using training::Activation;
-  auto c1 = training::Conv2D(root, model.images, 32, {5, 5}, {1, 1}, "SAME",
-                             Activation::kRelu);
-  auto p1 = training::MaxPool2D(root, c1, {2, 2}, {2, 2});  // 14x14x32
-  auto c2 =
-      training::Conv2D(root, p1, 64, {5, 5}, {1, 1}, "SAME", Activation::kRelu);
-  auto p2 = training::MaxPool2D(root, c2, {2, 2}, {2, 2});  // 7x7x64
-  auto fc = training::Dense(root, training::Flatten(root, p2), 1024,
-                            Activation::kRelu);
-  model.logits = training::Dense(root, fc, 10);
-  model.loss =
-      training::SparseSoftmaxCrossEntropyLoss(root, model.logits, model.labels);
+  examples::MakeInputs(root, flags, TensorShape({28, 28, 1}), &model);
+  examples::BuildCnn(root, &model);  // fashion_mnist_cnn_model.h
   // Training: the optimizer adds the gradients and the update ops.
   std::unique_ptr<training::Optimizer> optimizer;
   model.train_op = examples::BuildTrainOp(root, model.loss, flags,

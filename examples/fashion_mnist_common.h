@@ -1,6 +1,16 @@
 // What the Fashion-MNIST examples share: flags, the optimizer by name,
 // batches, a progress bar, the training loop and the test evaluation. The
 // model itself (the interesting part) is in each example's main file.
+//
+// Note [Crash-safe training]. With --checkpoint_dir, the loop saves every
+// variable (the model's, the optimizer's slots and the global step) every
+// --save_every steps and at the end (training::Saver: temporary files
+// renamed into place, so a crash at any moment leaves the last checkpoint
+// readable), and on start restores the latest checkpoint there and resumes
+// at its global step: the epoch and the position in it follow from the
+// step, and the shuffled order of every epoch is replayed from --seed, so a
+// run killed at any point and restarted trains on the same batches as one
+// that never stopped (at most --save_every steps are recomputed).
 #ifndef RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
 #define RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
 
@@ -9,16 +19,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "examples/tfrecord_input.h"
 #include "runnel/io/idx.h"
 #include "runnel/runnel.h"
+#include "runnel/training/coordinator.h"
 #include "runnel/training/layers.h"
 #include "runnel/training/optimizer.h"
+#include "runnel/training/saver.h"
 
 namespace runnel::examples {
 
@@ -30,6 +44,13 @@ struct Flags {
   double decay = 1.0;  // Learning rate factor per epoch (1: constant).
   std::string data_dir = kFashionMnistDir;
   int seed = 1;  // Shuffling order.
+  // "memory": batches fed from the IDX files loaded in memory; "tfrecord":
+  // batches from the in-graph TFRecord pipeline (tfrecord_input.h).
+  std::string data = "memory";
+  std::string tfrecord_dir = "fashion_mnist_tfrecord";
+  std::string checkpoint_dir;  // Note [Crash-safe training]; empty: none.
+  int save_every = 200;        // Steps between checkpoints.
+  int max_steps = 0;           // Stop after this global step (0: no limit).
 };
 
 // Parses --epochs=N --batch_size=N --optimizer=NAME --learning_rate=X
@@ -41,9 +62,12 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "usage: %s [--epochs=%d] [--batch_size=%d] "
                  "[--optimizer=sgd|momentum|adam|adagrad|rmsprop|adadelta "
                  "(%s)] [--learning_rate=%g] [--decay=%g (per epoch)] "
-                 "[--data_dir=%s] [--seed=%d]\n",
+                 "[--data_dir=%s] [--seed=%d] [--data=memory|tfrecord] "
+                 "[--tfrecord_dir=%s] [--checkpoint_dir=DIR] "
+                 "[--save_every=%d] [--max_steps=N]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
-                 f->learning_rate, f->decay, f->data_dir.c_str(), f->seed);
+                 f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
+                 f->tfrecord_dir.c_str(), f->save_every);
     std::exit(code);
   };
   for (int i = 1; i < argc; ++i) {
@@ -74,6 +98,16 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
       f->optimizer = value;
     } else if (arg == "--data_dir") {
       f->data_dir = value;
+    } else if (arg == "--data") {
+      f->data = value;
+    } else if (arg == "--tfrecord_dir") {
+      f->tfrecord_dir = value;
+    } else if (arg == "--checkpoint_dir") {
+      f->checkpoint_dir = value;
+    } else if (arg == "--save_every") {
+      f->save_every = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--max_steps") {
+      f->max_steps = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else {
       std::fprintf(stderr, "unknown flag %s\n", arg.c_str());
       usage(2);
@@ -85,10 +119,12 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
     }
   }
   if (f->epochs < 0 || f->batch_size <= 0 || !(f->learning_rate > 0) ||
-      !(f->decay > 0 && f->decay <= 1)) {
+      !(f->decay > 0 && f->decay <= 1) || f->save_every <= 0 ||
+      f->max_steps < 0 || (f->data != "memory" && f->data != "tfrecord")) {
     std::fprintf(stderr,
                  "need epochs >= 0, batch_size > 0, learning_rate > 0, "
-                 "0 < decay <= 1\n");
+                 "0 < decay <= 1, save_every > 0, max_steps >= 0, "
+                 "data memory or tfrecord\n");
     usage(2);
   }
 }
@@ -181,9 +217,9 @@ inline Operation BuildTrainOp(const Scope& root, const Output& loss,
                               const Flags& flags, int64_t train_examples,
                               std::unique_ptr<training::Optimizer>* optimizer) {
   Input lr = flags.learning_rate;
-  training::Variable step;
+  // The global step counts updates (and locates a resumed run).
+  training::Variable step = training::CreateGlobalStep(root);
   if (flags.decay < 1) {
-    step = training::CreateGlobalStep(root);
     const int64_t steps_per_epoch =
         (train_examples + flags.batch_size - 1) / flags.batch_size;
     lr = training::ExponentialDecay(root, flags.learning_rate, step,
@@ -196,8 +232,7 @@ inline Operation BuildTrainOp(const Scope& root, const Output& loss,
     std::exit(2);
   }
   Operation train_op;
-  Die((*optimizer)
-          ->Minimize(root, loss, {}, step.ok() ? &step : nullptr, &train_op),
+  Die((*optimizer)->Minimize(root, loss, {}, &step, &train_op),
       "building the training ops");
   return train_op;
 }
@@ -208,7 +243,37 @@ struct Classifier {
   Output images, labels, logits, loss;
   Operation train_op;
   TensorShape example_shape;  // One example's shape, e.g. [784].
+  // With --data=tfrecord: the pipeline the unfed placeholders default to.
+  std::shared_ptr<TFRecordInput> pipeline;
 };
+
+// The model's inputs: placeholders of a batch of `example_shape` images and
+// their labels. With --data=tfrecord they default to the next batch of the
+// TFRecord pipeline, so a training step feeds nothing while evaluation
+// still feeds the test images.
+inline void MakeInputs(const Scope& root, const Flags& flags,
+                       const TensorShape& example_shape, Classifier* model) {
+  model->example_shape = example_shape;
+  PartialTensorShape batch_shape({-1});
+  for (int64_t d : example_shape.dim_sizes()) batch_shape.AddDim(d);
+  if (flags.data == "memory") {
+    model->images = ops::Placeholder(root.WithOpName("images"), DT_FLOAT,
+                                     ops::Placeholder::Shape(batch_shape));
+    model->labels = ops::Placeholder(root.WithOpName("labels"), DT_INT32,
+                                     ops::Placeholder::Shape({-1}));
+    return;
+  }
+  model->pipeline = std::make_shared<TFRecordInput>();
+  Die(BuildTFRecordInput(root, TFRecordFiles(flags.tfrecord_dir, "train"),
+                         example_shape, flags.batch_size, flags.seed,
+                         model->pipeline.get()),
+      ("building the TFRecord pipeline over " + flags.tfrecord_dir).c_str());
+  model->images = ops::PlaceholderWithDefault(
+      root.WithOpName("images"), model->pipeline->images, batch_shape);
+  model->labels = ops::PlaceholderWithDefault(root.WithOpName("labels"),
+                                              model->pipeline->labels,
+                                              PartialTensorShape({-1}));
+}
 
 // Fraction of `data` that `model` classifies right, in batches of 1000.
 inline double Evaluate(const ClientSession& session, const Classifier& model,
@@ -235,7 +300,8 @@ inline double Evaluate(const ClientSession& session, const Classifier& model,
 }
 
 // Trains `model` on Fashion-MNIST as `flags` say, printing a progress bar
-// per epoch, then the test accuracy and the training wall time.
+// per epoch, then the test accuracy and the training wall time; checkpoints
+// and resumes as Note [Crash-safe training] says.
 inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
                             const Flags& flags) {
   StatusOr<MnistSplit> train = LoadMnistSplit(flags.data_dir, "train");
@@ -245,42 +311,100 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
   const int n = static_cast<int>(train->labels.NumElements());
   std::printf(
       "Fashion-MNIST: %d training and %lld test images; %d epochs, "
-      "batch %d, %s, learning rate %g (x%g per epoch)\n",
+      "batch %d, %s, learning rate %g (x%g per epoch), input %s\n",
       n, static_cast<long long>(test->labels.NumElements()), flags.epochs,
       flags.batch_size, flags.optimizer.c_str(), flags.learning_rate,
-      flags.decay);
+      flags.decay, flags.data.c_str());
 
   // Initialise every variable (the model's and the optimizer's slots).
   Operation init = training::GlobalVariablesInitializer(root);
+  Output global_step;  // Made by BuildTrainOp.
+  for (const training::Variable& v : training::GlobalVariables(root)) {
+    if (v.name() == "global_step") global_step = v.value();
+  }
+  std::unique_ptr<training::Saver> saver;
+  if (!flags.checkpoint_dir.empty()) {
+    saver = std::make_unique<training::Saver>(root);
+    Die(saver->status(), "building the saver");
+  }
   Die(root.status(), "building the model");
   ClientSession session(root);
   std::vector<Tensor> out;
   Die(session.Run({}, {}, {init}, &out), "initialising");
 
+  const int steps = (n + flags.batch_size - 1) / flags.batch_size;
+  int64_t done = 0;  // Global step: updates applied so far.
+  const std::string prefix = flags.checkpoint_dir + "/model.ckpt";
+  if (saver != nullptr) {
+    std::filesystem::create_directories(flags.checkpoint_dir);
+    StatusOr<std::string> latest =
+        training::LatestCheckpoint(flags.checkpoint_dir);
+    if (latest.ok()) {
+      Die(saver->Restore(&session, *latest), "restoring the checkpoint");
+      Die(saver->RecoverLastCheckpoints(flags.checkpoint_dir),
+          "reading the checkpoint state");
+      Die(session.Run({global_step}, &out), "reading the global step");
+      done = out[0].scalar<int64_t>();
+      std::printf("resumed from %s at global step %lld\n", latest->c_str(),
+                  static_cast<long long>(done));
+    }
+  }
+  Coordinator coord;
+  if (model.pipeline != nullptr) {
+    for (auto& runner : model.pipeline->runners) {
+      Die(runner->Start(&session, &coord), "starting the input threads");
+    }
+  }
+  auto save = [&] {
+    if (saver == nullptr) return;
+    Die(saver->Save(&session, prefix, done).status(), "saving a checkpoint");
+  };
+
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 rng(flags.seed);
-  const int steps = (n + flags.batch_size - 1) / flags.batch_size;
   const double t0 = Now();
   for (int epoch = 1; epoch <= flags.epochs; ++epoch) {
+    // The epoch's order, replayed for the epochs a resumed run skips.
     std::shuffle(order.begin(), order.end(), rng);
+    const int64_t epoch_begin = static_cast<int64_t>(epoch - 1) * steps;
+    if (done >= epoch_begin + steps) continue;
+    if (flags.max_steps > 0 && done >= flags.max_steps) break;
     ProgressBar bar(epoch, flags.epochs, steps);
     double loss_sum = 0;
-    for (int step = 0; step < steps; ++step) {
+    int ran = 0;
+    for (int step = static_cast<int>(done - epoch_begin); step < steps;
+         ++step) {
+      if (flags.max_steps > 0 && done >= flags.max_steps) break;
       const int begin = step * flags.batch_size;
       const int end = std::min(n, begin + flags.batch_size);
-      Tensor x, y;
-      GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
-      Die(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
-                      {model.train_op}, &out),
-          "training step");
+      if (model.pipeline != nullptr) {
+        Die(session.Run({}, {model.loss}, {model.train_op}, &out),
+            "training step");
+      } else {
+        Tensor x, y;
+        GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
+        Die(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
+                        {model.train_op}, &out),
+            "training step");
+      }
       loss_sum += out[0].scalar<float>();
-      bar.Update(step + 1, loss_sum / (step + 1), end);
+      ++ran;
+      ++done;
+      bar.Update(step + 1, loss_sum / ran,
+                 static_cast<int64_t>(ran) * flags.batch_size);
+      if (done % flags.save_every == 0) save();
     }
     bar.Finish();
   }
   const double train_s = Now() - t0;
+  save();
+  if (model.pipeline != nullptr) {
+    coord.RequestStop();
+    for (auto& runner : model.pipeline->runners) runner->Join().IgnoreError();
+  }
   const double accuracy = Evaluate(session, model, *test);
+  std::printf("global step %lld\n", static_cast<long long>(done));
   std::printf("test accuracy: %.2f%%\n", 100 * accuracy);
   std::printf("training time: %.1fs (%d epochs)\n", train_s, flags.epochs);
   return 0;

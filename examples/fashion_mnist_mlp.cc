@@ -18,12 +18,7 @@ int main(int argc, char** argv) {
 
   Scope root = Scope::NewRootScope();
   examples::Classifier model;
-  model.example_shape = TensorShape({784});
-  // Inputs: a batch of flattened 28x28 images in [0, 1] and their labels.
-  model.images = ops::Placeholder(root.WithOpName("images"), DT_FLOAT,
-                                  ops::Placeholder::Shape({-1, 784}));
-  model.labels = ops::Placeholder(root.WithOpName("labels"), DT_INT32,
-                                  ops::Placeholder::Shape({-1}));
+  examples::MakeInputs(root, flags, TensorShape({784}), &model);
   // The model: two hidden ReLU layers, then the 10 class logits.
   auto h1 =
       training::Dense(root, model.images, 512, training::Activation::kRelu);

@@ -978,9 +978,19 @@ class ExecutorState {
   void NodeDone(const Status& s, const ReadyList& ready,
                 InlineReady* inline_ready) {
     if (!s.ok()) {
-      absl::MutexLock l(&mu_);
-      if (status_.ok()) status_ = s;
-      aborted_.store(true, std::memory_order_relaxed);
+      bool first;
+      {
+        absl::MutexLock l(&mu_);
+        first = status_.ok();
+        if (first) status_ = s;
+        aborted_.store(true, std::memory_order_relaxed);
+      }
+      // The first error cancels the rest of the step, so kernels blocked in
+      // it (a dequeue from an empty queue) return instead of waiting for a
+      // timeout (TF does the same).
+      if (first && args_.cancellation_manager != nullptr) {
+        args_.cancellation_manager->StartCancel();
+      }
     }
     // Once aborted, nodes made ready never run (their frames are freed
     // with the state).
