@@ -77,8 +77,11 @@ GraphDef Parse(const std::string& text) {
 }
 
 // i = 0; acc = 0; while (i < n) { i += 1; acc += x; }  (n, x fed; the loop
-// reads n, 1 and x as loop invariants).
-GraphDef CountingLoop(int parallel_iterations) {
+// reads n, 1 and x as loop invariants). With control_edges: acc += x * two,
+// where `two` is a Const in the loop whose only input is a control edge from
+// x's loop-invariant Enter, and `after` = acc + 1 outside, with a control
+// edge from the Exit.
+GraphDef CountingLoop(int parallel_iterations, bool control_edges = false) {
   const int p = parallel_iterations;
   std::string s;
   s += Node("n", "Placeholder", {}, TypeAttr("dtype", "DT_INT32"));
@@ -105,11 +108,21 @@ GraphDef CountingLoop(int parallel_iterations) {
   s += Node("w/Ident_i", "Identity", {"w/Switch_i:1"}, T("DT_INT32"));
   s += Node("w/Ident_acc", "Identity", {"w/Switch_acc:1"}, T("DT_FLOAT"));
   s += Node("w/Add_i", "Add", {"w/Ident_i", "w/Enter_one"}, T("DT_INT32"));
-  s += Node("w/Add_acc", "Add", {"w/Ident_acc", "w/Enter_x"}, T("DT_FLOAT"));
+  if (control_edges) {
+    s += Node("w/two", "Const", {"^w/Enter_x"}, FloatConst(2));
+    s += Node("w/x2", "Mul", {"w/Enter_x", "w/two"}, T("DT_FLOAT"));
+    s += Node("w/Add_acc", "Add", {"w/Ident_acc", "w/x2"}, T("DT_FLOAT"));
+  } else {
+    s += Node("w/Add_acc", "Add", {"w/Ident_acc", "w/Enter_x"}, T("DT_FLOAT"));
+  }
   s += Node("w/Next_i", "NextIteration", {"w/Add_i"}, T("DT_INT32"));
   s += Node("w/Next_acc", "NextIteration", {"w/Add_acc"}, T("DT_FLOAT"));
   s += Node("w/Exit_i", "Exit", {"w/Switch_i"}, T("DT_INT32"));
   s += Node("w/Exit_acc", "Exit", {"w/Switch_acc"}, T("DT_FLOAT"));
+  if (control_edges) {
+    s += Node("one_f", "Const", {"^w/Exit_i"}, FloatConst(1));
+    s += Node("after", "Add", {"w/Exit_acc", "one_f"}, T("DT_FLOAT"));
+  }
   return Parse(s);
 }
 
@@ -181,6 +194,17 @@ TEST(ControlFlowTest, CountingLoopForEveryParallelism) {
       EXPECT_EQ(out[0].scalar<int32_t>(), n);
       EXPECT_FLOAT_EQ(out[1].scalar<float>(), 0.5f * n);
     }
+  }
+}
+
+TEST(ControlFlowTest, ControlEdgesIntoAndOutOfTheFrame) {
+  auto session = SessionFor(CountingLoop(4, /*control_edges=*/true));
+  for (int n : {0, 3, 25}) {
+    std::vector<Tensor> out;
+    ASSERT_OK(session->Run(
+        {{"n", Tensor::Scalar<int32_t>(n)}, {"x", Tensor::Scalar<float>(0.5f)}},
+        {"after"}, {}, &out));
+    EXPECT_FLOAT_EQ(out[0].scalar<float>(), 2 * 0.5f * n + 1);
   }
 }
 
