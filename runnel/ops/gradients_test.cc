@@ -478,12 +478,9 @@ TEST(GradientsTest, UnreachableResourceGetsZerosOfItsValue) {
 // ---------------------------------------------------------------------------
 // Registry
 
-// Ops that TensorFlow differentiates but Runnel does not yet: MaxPoolGrad
-// (needs MaxPoolGradGrad) and FusedBatchNormGradV3 (second-order batch
-// norm).
+// Ops that TensorFlow differentiates but Runnel does not yet (none now).
 const std::set<std::string>& NotYetDifferentiable() {
-  static const auto* ops =
-      new std::set<std::string>{"MaxPoolGrad", "FusedBatchNormGradV3"};
+  static const auto* ops = new std::set<std::string>{};
   return *ops;
 }
 
@@ -535,7 +532,8 @@ const std::set<std::string>& CheckedOps() {
       "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter",
       "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
       "DepthwiseConv2dNativeBackpropFilter", "MaxPool", "AvgPool",
-      "AvgPoolGrad", "FusedBatchNormV3",
+      "AvgPoolGrad", "MaxPoolGrad", "MaxPoolGradGrad", "FusedBatchNormV3",
+      "FusedBatchNormGradV3",
       // variables (value checks), PreventGradient (its error)
       "ReadVariableOp", "ResourceGather", "PreventGradient",
       // control flow: conditionals and loops built by Cond/WhileLoop,
@@ -1286,6 +1284,101 @@ TEST(PoolingGradTest, AvgPoolGrad) {
       Values({1, 2, 2, 2}));
 }
 
+// MaxPoolGrad is linear in its gradient input (MaxPoolGradGrad gives that
+// derivative) and piecewise constant in x: with distinct values a small step
+// moves no maximum, so its x derivative is zero, numerically too.
+struct MaxPoolCase {
+  int64_t k, stride;
+  std::string padding, format;
+  std::vector<int64_t> List(int64_t v) const {
+    return format == "NCHW" ? std::vector<int64_t>{1, 1, v, v}
+                            : std::vector<int64_t>{1, v, v, 1};
+  }
+  Output MaxPool(const Scope& s, const Output& x) const {
+    return ops::MaxPool(s, x, List(k), List(stride), padding,
+                        ops::MaxPool::DataFormat(format));
+  }
+};
+const std::vector<MaxPoolCase>& MaxPoolCases() {
+  static const auto* cases =
+      new std::vector<MaxPoolCase>{{2, 2, "VALID", "NHWC"},
+                                   {3, 1, "SAME", "NHWC"},
+                                   {2, 1, "VALID", "NCHW"},
+                                   {3, 2, "SAME", "NCHW"}};
+  return *cases;
+}
+
+TEST(PoolingGradTest, MaxPoolGrad) {
+  for (const MaxPoolCase& c : MaxPoolCases()) {
+    SCOPED_TRACE(
+        absl::StrCat(c.format, " ", c.padding, " k", c.k, " s", c.stride));
+    // Pooled output shape of a 4x4x2 image (NHWC or NCHW).
+    const int64_t out = c.padding == "SAME" ? (4 + c.stride - 1) / c.stride
+                                            : (4 - c.k) / c.stride + 1;
+    const TensorShape in_shape = c.format == "NCHW" ? TensorShape({1, 2, 4, 4})
+                                                    : TensorShape({1, 4, 4, 2});
+    const TensorShape out_shape = c.format == "NCHW"
+                                      ? TensorShape({1, 2, out, out})
+                                      : TensorShape({1, out, out, 2});
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::MaxPoolGrad(s, xs[0], c.MaxPool(s, xs[0]), xs[1],
+                                   c.List(c.k), c.List(c.stride), c.padding,
+                                   ops::MaxPoolGrad::DataFormat(c.format))};
+        },
+        {Values(in_shape, -1, 1, 3), Values(out_shape, -1, 1, 4)});
+  }
+}
+
+TEST(PoolingGradTest, MaxPoolGradGrad) {
+  for (const MaxPoolCase& c : MaxPoolCases()) {
+    SCOPED_TRACE(
+        absl::StrCat(c.format, " ", c.padding, " k", c.k, " s", c.stride));
+    const TensorShape shape = c.format == "NCHW" ? TensorShape({1, 2, 4, 4})
+                                                 : TensorShape({1, 4, 4, 2});
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {
+              ops::MaxPoolGradGrad(s, xs[0], c.MaxPool(s, xs[0]), xs[1],
+                                   c.List(c.k), c.List(c.stride), c.padding,
+                                   ops::MaxPoolGradGrad::DataFormat(c.format))};
+        },
+        {Values(shape, -1, 1, 5), Values(shape, -1, 1, 6)});
+  }
+}
+
+// Second order through MaxPool: d/d(x, dy) of dx = d<MaxPool(x), dy>/dx.
+TEST(PoolingGradTest, MaxPoolSecondOrder) {
+  const MaxPoolCase c{3, 1, "SAME", "NHWC"};
+  CheckGrad(
+      [&](const Scope& s, const Outputs& xs) -> Outputs {
+        Outputs dx;
+        EXPECT_OK(AddSymbolicGradients(s, {c.MaxPool(s, xs[0])}, {xs[0]},
+                                       {xs[1]}, &dx));
+        // Square makes the result depend on x smoothly as well.
+        return {ops::Mul(s, dx[0], ops::Square(s, xs[0]))};
+      },
+      {Values({1, 4, 4, 2}, -1, 1, 7), Values({1, 4, 4, 2}, -1, 1, 8)});
+}
+
+TEST(PoolingGradTest, MaxPoolGradWithExplicitPaddingHasNoGradient) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root, DT_DOUBLE);
+  auto dy = ops::Placeholder(root, DT_DOUBLE);
+  const std::vector<int64_t> k = {1, 2, 2, 1};
+  auto y =
+      ops::MaxPool(root, x, k, kOnes, "EXPLICIT",
+                   ops::MaxPool::ExplicitPaddings({0, 0, 1, 0, 1, 0, 0, 0}));
+  auto dx = ops::MaxPoolGrad(
+      root, x, y, dy, k, kOnes, "EXPLICIT",
+      ops::MaxPoolGrad::ExplicitPaddings({0, 0, 1, 0, 1, 0, 0, 0}));
+  ASSERT_OK(root.status());
+  Outputs g;
+  Status st = AddSymbolicGradients(root, {dx}, {dy}, &g);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  EXPECT_THAT(st.message(), HasSubstr("EXPLICIT padding"));
+}
+
 // FusedBatchNormV3 is float-only: differentiate through Casts, with a
 // float-sized step. Training normalises with the batch statistics (the
 // gradient flows through them); inference with the given mean/variance.
@@ -1311,6 +1404,68 @@ TEST(BatchNormGradTest, FusedBatchNormV3) {
           },
           {Values({2, 3, 2, 3}, -2, 2, 1), Values({3}, 0.5, 2, 2),
            Values({3}, -1, 1, 3)},
+          5e-3, 1e-2);
+    }
+  }
+}
+
+// FusedBatchNormGradV3 (float-only, through Casts). Inference: the op on
+// its own, with fixed population statistics.
+TEST(BatchNormGradTest, FusedBatchNormGradV3Inference) {
+  for (const char* format : {"NHWC", "NCHW"}) {
+    SCOPED_TRACE(format);
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          auto f = [&](const Output& v) { return ops::Cast(s, v, DT_FLOAT); };
+          auto g = ops::FusedBatchNormGradV3(
+              s, f(xs[0]), f(xs[1]), f(xs[2]),
+              ops::Const(s, Tensor::FromVector<float>({0.2f, -0.1f, 0.3f})),
+              ops::Const(s, Tensor::FromVector<float>({0.5f, 1.5f, 0.8f})),
+              ops::Const(s, Tensor::FromVector<float>({})),
+              ops::FusedBatchNormGradV3::IsTraining(false).DataFormat(format));
+          return {ops::Cast(s, g.x_backprop, DT_DOUBLE),
+                  ops::Cast(s, g.scale_backprop, DT_DOUBLE),
+                  ops::Cast(s, g.offset_backprop, DT_DOUBLE)};
+        },
+        {Values({2, 3, 2, 3}, -2, 2, 1), Values({2, 3, 2, 3}, -2, 2, 2),
+         Values({3}, 0.5, 2, 3)},
+        5e-3, 1e-2);
+  }
+}
+
+// Second order through FusedBatchNormV3 (TF's use of
+// _FusedBatchNormGradGrad): the first-order gradients (dx, dscale,
+// doffset) as functions of x, scale, offset and dy. In training the saved
+// statistics depend on x; the gradient accounts for that by recomputing
+// them from x.
+TEST(BatchNormGradTest, FusedBatchNormGradV3SecondOrder) {
+  for (bool training : {true, false}) {
+    for (const char* format : {"NHWC", "NCHW"}) {
+      SCOPED_TRACE(absl::StrCat(format, training ? " training" : " inference"));
+      CheckGrad(
+          [&](const Scope& s, const Outputs& xs) -> Outputs {
+            auto f = [&](const Output& v) { return ops::Cast(s, v, DT_FLOAT); };
+            const std::vector<float> stats =
+                training ? std::vector<float>{}
+                         : std::vector<float>{0.2f, -0.1f, 0.3f};
+            const std::vector<float> var =
+                training ? std::vector<float>{}
+                         : std::vector<float>{0.5f, 1.5f, 0.8f};
+            const Output x = f(xs[0]), scale = f(xs[1]), offset = f(xs[2]);
+            auto bn = ops::FusedBatchNormV3(
+                s, x, scale, offset,
+                ops::Const(s, Tensor::FromVector<float>(stats)),
+                ops::Const(s, Tensor::FromVector<float>(var)),
+                ops::FusedBatchNormV3::IsTraining(training).DataFormat(format));
+            Outputs d;
+            EXPECT_OK(AddSymbolicGradients(s, {bn.y}, {x, scale, offset},
+                                           {f(xs[3])}, &d));
+            return {ops::Cast(s, d[0], DT_DOUBLE),
+                    ops::Cast(s, d[1], DT_DOUBLE),
+                    ops::Cast(s, d[2], DT_DOUBLE)};
+          },
+          {Values({2, 3, 2, 3}, -2, 2, 1), Values({3}, 0.5, 2, 2),
+           Values({3}, -1, 1, 3), Values({2, 3, 2, 3}, -2, 2, 4)},
           5e-3, 1e-2);
     }
   }

@@ -1,4 +1,5 @@
 // Gradients of the pooling ops (pooling_ops.cc).
+#include <string>
 #include <vector>
 
 #include "runnel/graph/grad_helpers.h"
@@ -40,7 +41,41 @@ Status AvgPoolGradGrad(const Scope& s, const Operation& op, const Outputs& dd,
 }
 REGISTER_GRADIENT("AvgPoolGrad", AvgPoolGradGrad);
 
-// MaxPoolGrad has no gradient yet (TF's needs MaxPoolGradGrad).
+// dx = MaxPoolGrad(x, y, dy) is linear in dy and piecewise constant in x
+// (and does not read y): d/d(dy) is MaxPoolGradGrad, which gathers where
+// MaxPoolGrad scatters. x and y get zeros (TF's _MaxPoolGradGrad returns
+// zeros_like; a null gradient is zeros here, without computing them).
+Status MaxPoolGradGradFn(const Scope& s, const Operation& op, const Outputs& dd,
+                         Outputs* dx) {
+  std::string padding;
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "padding", &padding));
+  if (padding == "EXPLICIT") {
+    // TF's MaxPoolGradGrad has no explicit_paddings either.
+    return errors::Unimplemented(
+        "the gradient of MaxPoolGrad with EXPLICIT padding is not supported "
+        "(MaxPoolGradGrad takes SAME or VALID padding only)");
+  }
+  dx->push_back(NoGradient());
+  dx->push_back(NoGradient());
+  dx->push_back(grad::MakeOp(s, "MaxPoolGradGrad",
+                             {op.input(0), op.input(1), dd[0]},
+                             grad::SharedAttrs(op, "MaxPoolGradGrad")));
+  return s.status();
+}
+REGISTER_GRADIENT("MaxPoolGrad", MaxPoolGradGradFn);
+
+// out = MaxPoolGradGrad(x, y, g) is linear in g with MaxPoolGrad as its
+// adjoint; x and y get zeros (TF's _MaxPoolGradGradGrad), as above.
+Status MaxPoolGradGradGradFn(const Scope& s, const Operation& op,
+                             const Outputs& dout, Outputs* dx) {
+  dx->push_back(NoGradient());
+  dx->push_back(NoGradient());
+  dx->push_back(grad::MakeOp(s, "MaxPoolGrad",
+                             {op.input(0), op.input(1), dout[0]},
+                             grad::SharedAttrs(op, "MaxPoolGrad")));
+  return s.status();
+}
+REGISTER_GRADIENT("MaxPoolGradGrad", MaxPoolGradGradGradFn);
 
 }  // namespace
 }  // namespace runnel

@@ -1,7 +1,8 @@
-// Spatial pooling: MaxPool, AvgPool and their gradients (MaxPoolGrad,
-// AvgPoolGrad) over NHWC or NCHW tensors, with TensorFlow's window rules
-// (SAME / VALID, and EXPLICIT paddings for the max ops). Padded positions
-// never take part: a max is over the window's in-image elements, an average
+// Spatial pooling: MaxPool, AvgPool, their gradients (MaxPoolGrad,
+// AvgPoolGrad) and MaxPoolGradGrad (the gradient of MaxPoolGrad) over NHWC
+// or NCHW tensors, with TensorFlow's window rules (SAME / VALID, and
+// EXPLICIT paddings for MaxPool and MaxPoolGrad). Padded positions never
+// take part: a max is over the window's in-image elements, an average
 // divides by their count. Direct loops: over channels (contiguous, so they
 // vectorise) for NHWC, over one image plane for NCHW; parallel over images,
 // rows or planes.
@@ -163,6 +164,11 @@ struct PoolGeometry {
   bool channels_first = false;
 
   int64_t in_plane() const { return in_rows * in_cols; }
+  // At most this many in-image elements in one window (for cost estimates;
+  // a SAME window may be far larger than the image).
+  int64_t max_window_taps() const {
+    return std::min(window_rows, in_rows) * std::min(window_cols, in_cols);
+  }
   int64_t out_plane() const { return out_rows * out_cols; }
   TensorShape InputShape() const {
     return ActivationShape<TensorShape>(channels_first, batch, in_rows, in_cols,
@@ -238,9 +244,9 @@ Status CheckShapeIs(const TensorShape& actual, const TensorShape& expected,
 // ---------------------------------------------------------------------------
 // Shape functions
 
-Status PoolShape(InferenceContext* c) {
-  PartialTensorShape input;
-  RETURN_IF_ERROR(c->WithRank(0, 4, &input));
+// MaxPool's output shape for `input` (rank 4, possibly partial).
+Status PooledShape(InferenceContext* c, const PartialTensorShape& input,
+                   PartialTensorShape* output) {
   PoolAttrs a;
   RETURN_IF_ERROR(
       errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
@@ -260,9 +266,16 @@ Status PoolShape(InferenceContext* c) {
                           a.pad_top, a.pad_bottom, &rows));
   RETURN_IF_ERROR(out_dim(input.dim_size(d.w), a.window_cols, a.stride_cols,
                           a.pad_left, a.pad_right, &cols));
-  c->set_output(0, ActivationShape<PartialTensorShape>(
-                       a.channels_first, input.dim_size(d.n), rows, cols,
-                       input.dim_size(d.c)));
+  *output = ActivationShape<PartialTensorShape>(
+      a.channels_first, input.dim_size(d.n), rows, cols, input.dim_size(d.c));
+  return absl::OkStatus();
+}
+
+Status PoolShape(InferenceContext* c) {
+  PartialTensorShape input, output;
+  RETURN_IF_ERROR(c->WithRank(0, 4, &input));
+  RETURN_IF_ERROR(PooledShape(c, input, &output));
+  c->set_output(0, output);
   return absl::OkStatus();
 }
 
@@ -276,6 +289,20 @@ Status MaxPoolGradShape(InferenceContext* c) {
   RETURN_IF_ERROR(
       errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
   c->set_output(0, input);
+  return absl::OkStatus();
+}
+
+// MaxPoolGradGrad: MaxPool's output shape of orig_input (merged with grad,
+// which has its shape), merged with orig_output's.
+Status MaxPoolGradGradShape(InferenceContext* c) {
+  PartialTensorShape input, orig_output, grad, pooled, output;
+  RETURN_IF_ERROR(c->WithRank(0, 4, &input));
+  RETURN_IF_ERROR(c->WithRank(1, 4, &orig_output));
+  RETURN_IF_ERROR(c->WithRank(2, 4, &grad));
+  RETURN_IF_ERROR(c->Merge(input, grad, &input));
+  RETURN_IF_ERROR(PooledShape(c, input, &pooled));
+  RETURN_IF_ERROR(c->Merge(pooled, orig_output, &output));
+  c->set_output(0, output);
   return absl::OkStatus();
 }
 
@@ -483,6 +510,24 @@ void MaxPoolGradNhwc(const PoolGeometry& g, const T* in, const T* grad, T* out,
                 });
 }
 
+// The index in `plane` (one NCHW image plane) of the first maximum of
+// window `w`.
+template <typename T>
+int64_t PlaneArgMax(const T* plane, int64_t in_cols,
+                    const PoolGeometry::Window& w) {
+  int64_t where = w.row_begin * in_cols + w.col_begin;
+  T best = plane[where];
+  for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+    for (int64_t x = w.col_begin; x < w.col_end; ++x) {
+      if (plane[y * in_cols + x] > best) {
+        best = plane[y * in_cols + x];
+        where = y * in_cols + x;
+      }
+    }
+  }
+  return where;
+}
+
 template <typename T>
 void MaxPoolGradNchw(const PoolGeometry& g, const T* in, const T* grad, T* out,
                      ThreadPool* pool) {
@@ -496,17 +541,78 @@ void MaxPoolGradNchw(const PoolGeometry& g, const T* in, const T* grad, T* out,
                     std::fill(dst, dst + g.in_plane(), T(0));
                     for (int64_t p = 0; p < g.out_plane(); ++p) {
                       const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
-                      int64_t where = w.row_begin * g.in_cols + w.col_begin;
-                      T best = plane[where];
-                      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
-                        for (int64_t x = w.col_begin; x < w.col_end; ++x) {
-                          if (plane[y * g.in_cols + x] > best) {
-                            best = plane[y * g.in_cols + x];
-                            where = y * g.in_cols + x;
-                          }
-                        }
-                      }
+                      const int64_t where = PlaneArgMax(plane, g.in_cols, w);
                       dst[where] = WrapAdd(dst[where], gp[p]);
+                    }
+                  }
+                });
+}
+
+// MaxPoolGradGrad: each output takes the `grad` value (grad has orig_input's
+// shape) at the first maximum of its window in orig_input, MaxPoolGrad's
+// tie rule: a gather where MaxPoolGrad scatters, so the two are adjoint in
+// their gradient inputs. One output row (image n, row oy) of NHWC:
+template <typename T, typename Index>
+void MaxPoolGradGradRowNhwc(const PoolGeometry& g, int64_t oy, const T* image,
+                            const T* grad, T* dst, T* best, Index* tap,
+                            std::vector<int64_t>* tap_offset) {
+  const int64_t depth = g.depth;
+  for (int64_t ox = 0; ox < g.out_cols; ++ox) {
+    const auto w = g.WindowAt(oy, ox);
+    WindowArgMax(image, g.in_cols, depth, w, best, tap);
+    tap_offset->clear();
+    for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+      for (int64_t x = w.col_begin; x < w.col_end; ++x)
+        tap_offset->push_back((y * g.in_cols + x) * depth);
+    }
+    const int64_t* offset = tap_offset->data();
+    T* d = dst + ox * depth;
+    for (int64_t c = 0; c < depth; ++c) d[c] = grad[offset[tap[c]] + c];
+  }
+}
+
+template <typename T>
+void MaxPoolGradGradNhwc(const PoolGeometry& g, const T* in, const T* grad,
+                         T* out, ThreadPool* pool) {
+  const int64_t depth = g.depth, image_size = g.in_plane() * depth;
+  const bool small_windows =
+      g.window_rows * g.window_cols <= std::numeric_limits<int32_t>::max();
+  ParallelRange(pool, g.batch * g.out_rows,
+                g.out_cols * g.max_window_taps() * depth * 2 + 20,
+                [&](int64_t b, int64_t e) {
+                  std::vector<T> best(depth);
+                  std::vector<int32_t> tap32(small_windows ? depth : 0);
+                  std::vector<int64_t> tap64(small_windows ? 0 : depth);
+                  std::vector<int64_t> tap_offset;
+                  for (int64_t r = b; r < e; ++r) {
+                    const int64_t n = r / g.out_rows, oy = r % g.out_rows;
+                    const T* image = in + n * image_size;
+                    const T* gi = grad + n * image_size;
+                    T* dst = out + r * g.out_cols * depth;
+                    if (small_windows) {
+                      MaxPoolGradGradRowNhwc(g, oy, image, gi, dst, best.data(),
+                                             tap32.data(), &tap_offset);
+                    } else {
+                      MaxPoolGradGradRowNhwc(g, oy, image, gi, dst, best.data(),
+                                             tap64.data(), &tap_offset);
+                    }
+                  }
+                });
+}
+
+template <typename T>
+void MaxPoolGradGradNchw(const PoolGeometry& g, const T* in, const T* grad,
+                         T* out, ThreadPool* pool) {
+  ParallelRange(pool, g.batch * g.depth,
+                g.out_plane() * g.max_window_taps() + 20,
+                [&](int64_t b, int64_t e) {
+                  for (int64_t pl = b; pl < e; ++pl) {
+                    const T* plane = in + pl * g.in_plane();
+                    const T* gp = grad + pl * g.in_plane();
+                    T* dst = out + pl * g.out_plane();
+                    for (int64_t p = 0; p < g.out_plane(); ++p) {
+                      const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
+                      dst[p] = gp[PlaneArgMax(plane, g.in_cols, w)];
                     }
                   }
                 });
@@ -593,6 +699,40 @@ class MaxPoolGradKernel : public OpKernel {
     } else {
       MaxPoolGradNhwc(g, orig_input.data<T>(), grad.data<T>(),
                       output->data<T>(), ctx->intra_op_threadpool());
+    }
+  }
+
+ private:
+  PoolAttrs attrs_;
+};
+
+template <typename T>
+class MaxPoolGradGradKernel : public OpKernel {
+ public:
+  explicit MaxPoolGradGradKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, ParsePoolAttrs(c->attrs(), &attrs_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& orig_input = ctx->input(0);
+    const Tensor& orig_output = ctx->input(1);
+    const Tensor& grad = ctx->input(2);
+    PoolGeometry g;
+    OP_REQUIRES_OK(ctx, PoolGeometryFor(attrs_, orig_input.shape(), &g));
+    OP_REQUIRES_OK(
+        ctx, CheckShapeIs(orig_output.shape(), g.OutputShape(), "orig_output"));
+    OP_REQUIRES_OK(ctx, CheckShapeIs(grad.shape(), orig_input.shape(), "grad"));
+    // orig_output's values are never read: its buffer can take the result.
+    Tensor* output;
+    OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output(
+                            {1}, 0, g.OutputShape(), &output));
+    if (output->NumElements() == 0) return;
+    if (g.channels_first) {
+      MaxPoolGradGradNchw(g, orig_input.data<T>(), grad.data<T>(),
+                          output->data<T>(), ctx->intra_op_threadpool());
+    } else {
+      MaxPoolGradGradNhwc(g, orig_input.data<T>(), grad.data<T>(),
+                          output->data<T>(), ctx->intra_op_threadpool());
     }
   }
 
@@ -720,10 +860,47 @@ grad: the gradient with respect to MaxPool's output.
 output: the gradient with respect to MaxPool's input.)doc") +
          kPoolDoc + kExplicitDoc);
 
+// ---------------------------------------------------------------------------
+// MaxPoolGradGrad
+
+REGISTER_OP("MaxPoolGradGrad")
+    .Attr("ksize: list(int) >= 4")
+    .Attr("strides: list(int) >= 4")
+    .Attr("padding: {'SAME', 'VALID'}")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Input("orig_input: T")
+    .Input("orig_output: T")
+    .Input("grad: T")
+    .Output("output: T")
+    .Attr("T: {float, double, int32, int64}")
+    .SetShapeFn(MaxPoolGradGradShape)
+    .Doc(std::string(R"doc(Computes second-order gradients of MaxPool.
+The gradient of MaxPoolGrad with respect to its `grad` input: each output
+element is the element of `grad` at the position of the maximum of its
+window in `orig_input` (among equal maxima the first in row-major order, as
+MaxPoolGrad). `orig_output` must have MaxPool's output shape (its values are
+not read).
+orig_input: the input of MaxPool.
+orig_output: the output of MaxPool.
+grad: 4-D, of orig_input's shape: gradients with respect to MaxPool's input.
+output: of MaxPool's output shape: gradients with respect to MaxPool's
+  output.)doc") +
+         kPoolDoc + kNoExplicitDoc);
+
+#define REGISTER_MAX_POOL_GRAD_GRAD(T)                                   \
+  REGISTER_KERNEL_BUILDER(                                               \
+      Name("MaxPoolGradGrad").Device(kDeviceCpu).TypeConstraint<T>("T"), \
+      MaxPoolGradGradKernel<T>)
+
 REGISTER_MAX_POOL(float);
 REGISTER_MAX_POOL(double);
 REGISTER_MAX_POOL(int32_t);
 REGISTER_MAX_POOL(int64_t);
+REGISTER_MAX_POOL_GRAD_GRAD(float);
+REGISTER_MAX_POOL_GRAD_GRAD(double);
+REGISTER_MAX_POOL_GRAD_GRAD(int32_t);
+REGISTER_MAX_POOL_GRAD_GRAD(int64_t);
+#undef REGISTER_MAX_POOL_GRAD_GRAD
 #undef REGISTER_MAX_POOL
 
 // ---------------------------------------------------------------------------

@@ -176,6 +176,19 @@ Tensor RefAvgPoolGrad(const PoolSpec& s, const Tensor& dy) {
   return Tensor::FromVector<T>(v, s.InputShape());
 }
 
+// Each output takes `g` (of x's shape) at the first maximum of its window.
+template <typename T>
+Tensor RefMaxPoolGradGrad(const PoolSpec& s, const Tensor& x, const Tensor& g) {
+  Tensor out(DataTypeToEnum<T>::value, s.OutputShape());
+  s.ForEachWindow([&](int64_t o, const std::vector<int64_t>& in) {
+    int64_t arg = in[0];
+    for (int64_t i : in)
+      if (x.flat<T>()[i] > x.flat<T>()[arg]) arg = i;
+    out.flat<T>()[o] = g.flat<T>()[arg];
+  });
+  return out;
+}
+
 template <typename T>
 StatusOr<Tensor> RunPool(const std::string& op, const PoolSpec& s,
                          const Tensor& x) {
@@ -192,6 +205,16 @@ StatusOr<Tensor> RunMaxPoolGrad(const PoolSpec& s, const Tensor& x,
   OpTestCase t("MaxPoolGrad");
   s.AddAttrs<T>(&t, true);
   t.Input(x).Input(y).Input(dy);
+  RETURN_IF_ERROR(t.Run());
+  return t.output(0);
+}
+
+template <typename T>
+StatusOr<Tensor> RunMaxPoolGradGrad(const PoolSpec& s, const Tensor& x,
+                                    const Tensor& y, const Tensor& g) {
+  OpTestCase t("MaxPoolGradGrad");
+  s.AddAttrs<T>(&t, false);
+  t.Input(x).Input(y).Input(g);
   RETURN_IF_ERROR(t.Run());
   return t.output(0);
 }
@@ -341,6 +364,156 @@ TEST(MaxPoolGradTest, MatchesCentralDifferences) {
       xx.flat<double>()[i] = v;
       ASSERT_NEAR(dx->flat<double>()[i], (up - down) / (2 * h), 1e-6) << i;
     }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// MaxPoolGradGrad
+
+TEST(MaxPoolGradGradTest, HandComputed) {
+  // 4x4 = 0..15 with the maxima of the 2x2 stride-2 windows at 5, 7, 13,
+  // 15; g = 100 + index, so the output reads the maxima's positions.
+  PoolSpec s;
+  s.h = s.w = 4, s.kr = s.kc = 2, s.sr = s.sc = 2;
+  std::vector<float> xv(16), gv(16);
+  for (int i = 0; i < 16; ++i) {
+    xv[i] = static_cast<float>(i);
+    gv[i] = 100.0f + static_cast<float>(i);
+  }
+  const TensorShape in({1, 4, 4, 1});
+  const Tensor x = Tensor::FromVector<float>(xv, in);
+  const Tensor y = Tensor::FromVector<float>({5, 7, 13, 15}, s.OutputShape());
+  auto out =
+      RunMaxPoolGradGrad<float>(s, x, y, Tensor::FromVector<float>(gv, in));
+  ASSERT_OK(out.status());
+  ExpectTensorEqual<float>(
+      *out, Tensor::FromVector<float>({105, 107, 113, 115}, s.OutputShape()));
+  // Ties: the first maximum in row-major order, as MaxPoolGrad.
+  s.h = 2, s.w = 4;
+  auto tied = RunMaxPoolGradGrad<double>(
+      s,
+      Tensor::FromVector<double>({3, 3, 1, 5, 3, 3, 5, 5},
+                                 TensorShape({1, 2, 4, 1})),
+      Tensor::FromVector<double>({3, 5}, TensorShape({1, 1, 2, 1})),
+      Tensor::FromVector<double>({1, 2, 3, 4, 5, 6, 7, 8},
+                                 TensorShape({1, 2, 4, 1})));
+  ASSERT_OK(tied.status());
+  ExpectTensorEqual<double>(
+      *tied, Tensor::FromVector<double>({1, 4}, TensorShape({1, 1, 2, 1})));
+  // SAME, 3x3 windows over a 3x3 all-negative image (stride 2, pad 1/1):
+  // padding never wins; NCHW with two channels.
+  PoolSpec c;
+  c.h = c.w = 3, c.c = 2, c.kr = c.kc = 3, c.sr = c.sc = 2;
+  c.padding = "SAME", c.nchw = true;
+  std::vector<int64_t> x2(18), g2(18);
+  for (int i = 0; i < 18; ++i) {
+    x2[i] = -1 - i;
+    g2[i] = 10 * i;
+  }
+  // Channel 1 has its maximum at the bottom-right instead.
+  for (int i = 9; i < 18; ++i) x2[i] = i;
+  auto out2 = RunMaxPoolGradGrad<int64_t>(
+      c, Tensor::FromVector<int64_t>(x2, c.InputShape()),
+      Tensor(DT_INT64, c.OutputShape()),
+      Tensor::FromVector<int64_t>(g2, c.InputShape()));
+  ASSERT_OK(out2.status());
+  // Channel 0 windows (rows/cols {-1..1} or {1..3}) start at (0,0), (0,1),
+  // (1,0), (1,1); channel 1 windows end at (1,1), (1,2), (2,1), (2,2).
+  ExpectTensorEqual<int64_t>(
+      *out2, Tensor::FromVector<int64_t>({0, 10, 30, 40, 130, 140, 160, 170},
+                                         c.OutputShape()));
+}
+
+template <typename T>
+class MaxPoolGradGradTypedTest : public ::testing::Test {};
+TYPED_TEST_SUITE(MaxPoolGradGradTypedTest, MaxPoolTypes);
+
+TYPED_TEST(MaxPoolGradGradTypedTest, MatchesReferenceAndIsMaxPoolGradAdjoint) {
+  using T = TypeParam;
+  uint64_t seed = 500;
+  for (const PoolSpec& s : Geometries(false)) {
+    SCOPED_TRACE(::testing::Message()
+                 << s.padding << (s.nchw ? " NCHW" : " NHWC") << " stride "
+                 << s.sr << "," << s.sc);
+    for (bool ties : {false, true}) {
+      const Tensor x = Random<T>(s.InputShape(), ++seed, ties);
+      auto y = RunPool<T>("MaxPool", s, x);
+      ASSERT_OK(y.status());
+      const Tensor g = Random<T>(s.InputShape(), ++seed, false);
+      auto out = RunMaxPoolGradGrad<T>(s, x, *y, g);
+      ASSERT_OK(out.status());
+      ExpectTensorEqual<T>(*out, RefMaxPoolGradGrad<T>(s, x, g));
+      // <MaxPoolGradGrad(g), dy> == <g, MaxPoolGrad(dy)>.
+      const Tensor dy = Random<T>(s.OutputShape(), ++seed, false);
+      auto dx = RunMaxPoolGrad<T>(s, x, *y, dy);
+      ASSERT_OK(dx.status());
+      const Tensor& gathered = *out;
+      const Tensor& scattered = *dx;
+      double lhs = 0, rhs = 0;
+      for (int64_t i = 0; i < dy.NumElements(); ++i)
+        lhs += static_cast<double>(gathered.flat<T>()[i]) * dy.flat<T>()[i];
+      for (int64_t i = 0; i < g.NumElements(); ++i)
+        rhs += static_cast<double>(g.flat<T>()[i]) * scattered.flat<T>()[i];
+      EXPECT_NEAR(lhs, rhs, 1e-3 * (1 + std::abs(lhs)));
+    }
+  }
+}
+
+TEST(MaxPoolGradGradTest, LargeBatchRunsInParallel) {
+  PoolSpec s;
+  s.n = 64, s.h = s.w = 28, s.c = 32;
+  s.kr = s.kc = s.sr = s.sc = 2, s.padding = "SAME";
+  const Tensor x = Random<float>(s.InputShape(), 9, false);
+  const Tensor g = Random<float>(s.InputShape(), 10, false);
+  auto out =
+      RunMaxPoolGradGrad<float>(s, x, Tensor(DT_FLOAT, s.OutputShape()), g);
+  ASSERT_OK(out.status());
+  ExpectTensorEqual<float>(*out, RefMaxPoolGradGrad<float>(s, x, g));
+}
+
+TEST(MaxPoolGradGradTest, EmptyTensors) {
+  PoolSpec s;
+  s.n = 0, s.h = s.w = 4, s.c = 3, s.kr = s.kc = 2, s.sr = s.sc = 2;
+  for (int64_t n : {0, 1}) {
+    s.n = n, s.c = n == 0 ? 3 : 0;
+    auto out = RunMaxPoolGradGrad<float>(s, Tensor(DT_FLOAT, s.InputShape()),
+                                         Tensor(DT_FLOAT, s.OutputShape()),
+                                         Tensor(DT_FLOAT, s.InputShape()));
+    ASSERT_OK(out.status());
+    EXPECT_EQ(out->shape(), s.OutputShape());
+  }
+}
+
+TEST(MaxPoolGradGradTest, RejectsBadInputs) {
+  PoolSpec s;
+  s.h = s.w = 4, s.c = 2, s.kr = s.kc = 2, s.sr = s.sc = 2;
+  const Tensor x(DT_FLOAT, s.InputShape());
+  const Tensor y(DT_FLOAT, s.OutputShape());
+  const Tensor bad(DT_FLOAT, TensorShape({1, 3, 2, 2}));
+  auto run = [&](const Tensor& a, const Tensor& b, const Tensor& c) {
+    OpTestCase t("MaxPoolGradGrad");
+    s.AddAttrs<float>(&t, false);
+    t.Input(a).Input(b).Input(c);
+    Status kernel = t.RunKernelOnly();
+    // The shape function rejects the same inputs.
+    EXPECT_EQ(t.Run().code(), absl::StatusCode::kInvalidArgument) << kernel;
+    return kernel;
+  };
+  ExpectInvalid(run(x, bad, x), "Expected orig_output shape to be [1,2,2,2]");
+  ExpectInvalid(run(x, y, bad),
+                "Expected grad shape to be [1,4,4,2], but got [1,3,2,2]");
+  ExpectInvalid(run(Tensor(DT_FLOAT, TensorShape({4, 4, 2})), y, x),
+                "must be 4-dimensional");
+  // Windows larger than the image.
+  s.kr = 6, s.sr = 1;
+  ExpectInvalid(run(x, y, x), "Computed output size would be negative");
+  s.kr = 2, s.sr = 2;
+  {
+    // No EXPLICIT padding (as TensorFlow's op).
+    OpTestCase t("MaxPoolGradGrad");
+    s.AddAttrs<float>(&t, false);
+    t.Attr("padding", std::string("EXPLICIT")).Input(x).Input(y).Input(x);
+    ExpectInvalid(t.RunKernelOnly(), "EXPLICIT");
   }
 }
 
@@ -575,6 +748,29 @@ TEST(PoolShapeFnTest, PartialShapes) {
                    PartialTensorShape()});
   ASSERT_OK(s.status());
   EXPECT_EQ((*s)[0], PartialTensorShape({2, 4, 4, 3}));
+  // MaxPoolGradGrad: MaxPool's output shape, refined by orig_output and by
+  // grad (which has orig_input's shape).
+  s = InferShapes(
+      "MaxPoolGradGrad", PoolAttrs("VALID", "NHWC", {1, 2, 2, 1}, {1, 2, 2, 1}),
+      {PartialTensorShape({-1, 4, -1, 3}), PartialTensorShape({2, -1, -1, -1}),
+       PartialTensorShape({-1, -1, 6, -1})});
+  ASSERT_OK(s.status());
+  EXPECT_EQ((*s)[0], PartialTensorShape({2, 2, 3, 3}));
+  s = InferShapes(
+      "MaxPoolGradGrad", PoolAttrs("SAME", "NCHW", {1, 1, 2, 2}, {1, 1, 2, 2}),
+      {PartialTensorShape(), PartialTensorShape(), PartialTensorShape()});
+  ASSERT_OK(s.status());
+  EXPECT_EQ((*s)[0], PartialTensorShape({-1, -1, -1, -1}));
+  s = InferShapes("MaxPoolGradGrad",
+                  PoolAttrs("VALID", "NHWC", {1, 2, 2, 1}, {1, 2, 2, 1}),
+                  {PartialTensorShape({2, 4, 4, 3}),
+                   PartialTensorShape({2, 3, 2, 3}), PartialTensorShape()});
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  s = InferShapes("MaxPoolGradGrad",
+                  PoolAttrs("VALID", "NHWC", {1, 2, 2, 1}, {1, 2, 2, 1}),
+                  {PartialTensorShape({2, 4, 4, 3}), PartialTensorShape(),
+                   PartialTensorShape({2, 4, 5, 3})});
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   s = InferShapes("AvgPoolGrad",
                   PoolAttrs("VALID", "NHWC", {1, 2, 2, 1}, {1, 2, 2, 1}),
                   {PartialTensorShape({4}), PartialTensorShape()});
