@@ -1,7 +1,6 @@
 #include "runnel/io/tensor_bundle.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,7 @@
 #include "runnel/base/env.h"
 #include "runnel/io/crc32c.h"
 #include "testing/op_test_util.h"
+#include "testing/test_files.h"
 
 namespace runnel {
 namespace {
@@ -21,34 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kTf = std::string(RUNNEL_TESTDATA_DIR) + "/tf/";
-
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::vector<std::string>& dirs() {
-    static auto* d = new std::vector<std::string>;
-    return *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d, ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kTempDirs =
-    ::testing::AddGlobalTestEnvironment(new TempDirs);
-
-std::string TempDir() {
-  std::string tmpl = ::testing::TempDir() + "bundle_test_XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  TempDirs::dirs().push_back(tmpl);
-  return tmpl;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::string s;
-  EXPECT_TRUE(ReadFileToString(path, &s).ok()) << path;
-  return s;
-}
 
 void WriteFile(const std::string& path, const std::string& contents) {
   ASSERT_TRUE(WriteStringToFile(path, contents).ok()) << path;
@@ -79,7 +51,7 @@ void ExpectRewriteIsByteIdentical(const std::string& tf_prefix) {
     by_offset.push_back({e.offset(), key});
   }
   std::sort(by_offset.begin(), by_offset.end());
-  const std::string prefix = TempDir() + "/rewrite";
+  const std::string prefix = MakeTempDir() + "/rewrite";
   {
     BundleWriter w(prefix);
     for (const auto& [offset, key] : by_offset) {
@@ -272,7 +244,7 @@ TEST(TensorBundleTest, RoundTripsEveryDtypeBitIdentically) {
   tensors.push_back({"strs", strs});
   tensors.push_back({"str_scalar", Tensor::Scalar<tstring>("s")});
 
-  const std::string prefix = TempDir() + "/sub/dir/model.ckpt-7";
+  const std::string prefix = MakeTempDir() + "/sub/dir/model.ckpt-7";
   {
     BundleWriter w(prefix);
     ASSERT_TRUE(w.status().ok()) << w.status();
@@ -307,7 +279,7 @@ TEST(TensorBundleTest, RoundTripsEveryDtypeBitIdentically) {
 
 // FORMATS.md's string layout, byte by byte.
 TEST(TensorBundleTest, StringLayoutAndChecksum) {
-  const std::string prefix = TempDir() + "/s";
+  const std::string prefix = MakeTempDir() + "/s";
   Tensor t(DT_STRING, TensorShape({2}));
   t.flat<tstring>()[0] = "ab";
   t.flat<tstring>()[1] = "xyz";
@@ -337,7 +309,7 @@ TEST(TensorBundleTest, StringLayoutAndChecksum) {
 }
 
 TEST(TensorBundleTest, EmptyBundle) {
-  const std::string prefix = TempDir() + "/empty";
+  const std::string prefix = MakeTempDir() + "/empty";
   {
     BundleWriter w(prefix);
     ASSERT_TRUE(w.Finish().ok());
@@ -348,7 +320,7 @@ TEST(TensorBundleTest, EmptyBundle) {
 }
 
 TEST(TensorBundleTest, WriterErrors) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   BundleWriter w(dir + "/p");
   EXPECT_EQ(w.Add("", Tensor::Scalar<float>(1)).code(),
             absl::StatusCode::kInvalidArgument);
@@ -368,7 +340,7 @@ TEST(TensorBundleTest, WriterErrors) {
 
 // A writer destroyed before Finish leaves nothing under the prefix.
 TEST(TensorBundleTest, AbandonedWriterLeavesNoFiles) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   {
     BundleWriter w(dir + "/p");
     ASSERT_TRUE(w.Add("x", Tensor::Scalar<float>(1)).ok());
@@ -392,7 +364,7 @@ std::string CopyBundle(const std::string& from_prefix, const std::string& dir) {
 
 TEST(TensorBundleTest, FlippedDataByteIsDataLossNamingTheTensor) {
   const std::string p =
-      CopyBundle(kTf + "graphs/tf_conv_with_checkpoint/ckpt", TempDir());
+      CopyBundle(kTf + "graphs/tf_conv_with_checkpoint/ckpt", MakeTempDir());
   std::string data = ReadFile(DataFilename(p, 0, 1));
   data[700] ^= 0x10;  // Inside DW2 (bytes 648..1799).
   WriteFile(DataFilename(p, 0, 1), data);
@@ -410,7 +382,7 @@ TEST(TensorBundleTest, FlippedDataByteIsDataLossNamingTheTensor) {
 
 TEST(TensorBundleTest, FlippedStringByteIsDataLoss) {
   const std::string p =
-      CopyBundle(kTf + "checkpoints/string_tensors/foo", TempDir());
+      CopyBundle(kTf + "checkpoints/string_tensors/foo", MakeTempDir());
   BundleReader before(p);
   BundleEntryProto e;
   ASSERT_TRUE(before.GetEntry("strs", &e).ok());
@@ -440,7 +412,7 @@ TEST(TensorBundleTest, FlippedStringByteIsDataLoss) {
 
 TEST(TensorBundleTest, TruncatedDataIsDataLoss) {
   const std::string p =
-      CopyBundle(kTf + "graphs/tf_conv_with_checkpoint/ckpt", TempDir());
+      CopyBundle(kTf + "graphs/tf_conv_with_checkpoint/ckpt", MakeTempDir());
   fs::resize_file(DataFilename(p, 0, 1), 1000);
   BundleReader r(p);
   ASSERT_TRUE(r.status().ok());
@@ -454,7 +426,7 @@ TEST(TensorBundleTest, TruncatedDataIsDataLoss) {
 
 TEST(TensorBundleTest, MissingShardIsNotFound) {
   const std::string p =
-      CopyBundle(kTf + "checkpoints/half_plus_two/variables", TempDir());
+      CopyBundle(kTf + "checkpoints/half_plus_two/variables", MakeTempDir());
   fs::remove(DataFilename(p, 0, 1));
   BundleReader r(p);
   ASSERT_TRUE(r.status().ok());
@@ -466,7 +438,7 @@ TEST(TensorBundleTest, MissingShardIsNotFound) {
 }
 
 TEST(TensorBundleTest, MissingIndexIsNotFound) {
-  BundleReader r(TempDir() + "/nothing");
+  BundleReader r(MakeTempDir() + "/nothing");
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
   Tensor t;
   EXPECT_EQ(r.Lookup("a", &t).code(), absl::StatusCode::kNotFound);
@@ -483,7 +455,7 @@ TEST(TensorBundleTest, UnknownKeyIsNotFound) {
 }
 
 TEST(TensorBundleTest, GarbageIndexIsDataLoss) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   const std::string p = dir + "/g";
   for (const std::string& contents :
        {std::string(), std::string("garbage"), std::string(200, '\x5a')}) {
@@ -510,7 +482,7 @@ TEST(TensorBundleTest, GarbageIndexIsDataLoss) {
 // data-block corruption is caught by its CRC.
 TEST(TensorBundleTest, EveryIndexByteFlipIsHandled) {
   const std::string src = kTf + "graphs/tf_conv_with_checkpoint/ckpt";
-  const std::string p = CopyBundle(src, TempDir());
+  const std::string p = CopyBundle(src, MakeTempDir());
   const std::string idx = ReadFile(MetaFilename(src));
   int failures = 0;
   for (size_t i = 0; i < idx.size(); ++i) {
@@ -538,7 +510,7 @@ TEST(TensorBundleTest, EveryIndexByteFlipIsHandled) {
 
 // An entry whose size disagrees with its shape (a crafted index).
 TEST(TensorBundleTest, EntrySizeMismatchIsDataLoss) {
-  const std::string p = TempDir() + "/crafted";
+  const std::string p = MakeTempDir() + "/crafted";
   {
     BundleWriter w(p);
     ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
@@ -597,7 +569,7 @@ TEST(TensorBundleTest, EntrySizeMismatchIsDataLoss) {
 
 // Indexes with Snappy-compressed blocks (older TF wrote them) read too.
 TEST(TensorBundleTest, ReadsSnappyCompressedIndex) {
-  const std::string p = TempDir() + "/snappy";
+  const std::string p = MakeTempDir() + "/snappy";
   {
     BundleWriter w(p);
     for (int i = 0; i < 50; ++i) {
@@ -614,7 +586,7 @@ TEST(TensorBundleTest, ReadsSnappyCompressedIndex) {
   o.block_size = 262144;
   o.compression = leveldb::kSnappyCompression;
   leveldb::WritableFile* f;
-  const std::string sp = TempDir() + "/snappy2";
+  const std::string sp = MakeTempDir() + "/snappy2";
   ASSERT_TRUE(
       leveldb::Env::Default()->NewWritableFile(MetaFilename(sp), &f).ok());
   {
@@ -643,7 +615,7 @@ TEST(TensorBundleTest, ReadsSnappyCompressedIndex) {
 // Merging (a sharded save's last step).
 
 TEST(TensorBundleTest, MergeBundles) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   const std::string a = dir + "/tmp_a/part-00000-of-00002";
   const std::string b = dir + "/tmp_a/part-00001-of-00002";
   {
@@ -694,7 +666,7 @@ TEST(TensorBundleTest, MergeBundles) {
 
 // A single bundle merged onto its own prefix stays intact.
 TEST(TensorBundleTest, MergeOntoSamePrefix) {
-  const std::string p = TempDir() + "/same";
+  const std::string p = MakeTempDir() + "/same";
   {
     BundleWriter w(p);
     ASSERT_TRUE(w.Add("x", Tensor::Scalar<double>(2.5)).ok());

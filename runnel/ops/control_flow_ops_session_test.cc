@@ -25,21 +25,47 @@ Tensor Doubles(std::vector<double> v, TensorShape shape) {
   return t;
 }
 
+// A loop with a counter: {i = 0, vars...}; while (i < limit) { i += 1;
+// vars = step(i, vars) }. `step` gets all loop variables (the counter
+// first) and sets the next values of `vars`; `out` gets the final
+// {i, vars...}.
+using StepFn =
+    std::function<Status(const Scope&, const std::vector<Output>& loop_vars,
+                         std::vector<Output>* next_vars)>;
+Status CountedLoop(const Scope& scope, const Input& limit,
+                   const std::vector<Output>& vars, const StepFn& step,
+                   std::vector<Output>* out,
+                   const WhileLoopOptions& options = {}) {
+  std::vector<Output> loop_vars = {ops::Const(scope, 0)};
+  loop_vars.insert(loop_vars.end(), vars.begin(), vars.end());
+  return WhileLoop(
+      scope, loop_vars,
+      [&limit](const Scope& s, const std::vector<Output>& v, Output* pred) {
+        *pred = ops::Less(s, v[0], limit);
+        return s.status();
+      },
+      [&step](const Scope& s, const std::vector<Output>& v,
+              std::vector<Output>* next) {
+        *next = {ops::Add(s, v[0], 1)};
+        std::vector<Output> next_vars;
+        RETURN_IF_ERROR(step(s, v, &next_vars));
+        next->insert(next->end(), next_vars.begin(), next_vars.end());
+        return s.status();
+      },
+      out, options);
+}
+
 // i = 0; acc = 0; while (i < n) { acc += x; i += 1 }
 TEST(WhileLoopTest, CountsAndCapturesOutsideTensors) {
   Scope root = Scope::NewRootScope();
   auto n = ops::Placeholder(root, DT_INT32);
   auto x = ops::Placeholder(root, DT_FLOAT);
   std::vector<Output> out;
-  ASSERT_OK(WhileLoop(
-      root, {ops::Const(root, 0), ops::Const(root, 0.0f)},
-      [&](const Scope& s, const std::vector<Output>& v, Output* pred) {
-        *pred = ops::Less(s, v[0], n);
-        return s.status();
-      },
+  ASSERT_OK(CountedLoop(
+      root, n, {ops::Const(root, 0.0f)},
       [&](const Scope& s, const std::vector<Output>& v,
           std::vector<Output>* next) {
-        *next = {ops::Add(s, v[0], 1), ops::Add(s, v[1], x)};
+        *next = {ops::Add(s, v[1], x)};
         return s.status();
       },
       &out));
@@ -102,30 +128,21 @@ TEST(WhileLoopTest, NestedLoops) {
   auto b = ops::Placeholder(root, DT_INT32);
   auto x = ops::Placeholder(root, DT_FLOAT);
   std::vector<Output> out;
-  ASSERT_OK(WhileLoop(
-      root, {ops::Const(root, 0), ops::Const(root, 0.0f)},
-      [&](const Scope& s, const std::vector<Output>& v, Output* pred) {
-        *pred = ops::Less(s, v[0], a);
-        return s.status();
-      },
+  ASSERT_OK(CountedLoop(
+      root, a, {ops::Const(root, 0.0f)},
       [&](const Scope& s, const std::vector<Output>& v,
           std::vector<Output>* next) {
         Output fi = ops::Cast(s, v[0], DT_FLOAT);
         std::vector<Output> inner;
-        RETURN_IF_ERROR(WhileLoop(
-            s, {ops::Const(s, 0), v[1]},
-            [&](const Scope& s2, const std::vector<Output>& w, Output* pred) {
-              *pred = ops::Less(s2, w[0], b);
-              return s2.status();
-            },
-            [&](const Scope& s2, const std::vector<Output>& w,
-                std::vector<Output>* next2) {
-              *next2 = {ops::Add(s2, w[0], 1),
-                        ops::Add(s2, w[1], ops::Add(s2, x, fi))};
-              return s2.status();
-            },
-            &inner, {.name = "inner"}));
-        *next = {ops::Add(s, v[0], 1), inner[1]};
+        RETURN_IF_ERROR(
+            CountedLoop(s, b, {v[1]},
+                        [&](const Scope& s2, const std::vector<Output>& w,
+                            std::vector<Output>* next2) {
+                          *next2 = {ops::Add(s2, w[1], ops::Add(s2, x, fi))};
+                          return s2.status();
+                        },
+                        &inner, {.name = "inner"}));
+        *next = {inner[1]};
         return s.status();
       },
       &out));
@@ -239,19 +256,14 @@ TEST(WhileLoopGradientTest, LoopVariablesAndCaptures) {
     auto w = ops::Placeholder(root, DT_DOUBLE);
     auto c = ops::Placeholder(root, DT_DOUBLE);
     std::vector<Output> out;
-    ASSERT_OK(WhileLoop(
-        root, {ops::Const(root, 0), v0},
-        [](const Scope& s, const std::vector<Output>& v, Output* pred) {
-          *pred = ops::Less(s, v[0], 4);
-          return s.status();
-        },
-        [&](const Scope& s, const std::vector<Output>& v,
-            std::vector<Output>* next) {
-          *next = {ops::Add(s, v[0], 1),
-                   ops::Tanh(s, ops::Add(s, ops::Mul(s, v[1], w), c))};
-          return s.status();
-        },
-        &out, {.parallel_iterations = parallel}));
+    ASSERT_OK(CountedLoop(root, 4, {v0},
+                          [&](const Scope& s, const std::vector<Output>& v,
+                              std::vector<Output>* next) {
+                            *next = {ops::Tanh(
+                                s, ops::Add(s, ops::Mul(s, v[1], w), c))};
+                            return s.status();
+                          },
+                          &out, {.parallel_iterations = parallel}));
     double err = 0;
     ASSERT_OK(ComputeGradientError(
         root, {v0, w, c},
@@ -270,16 +282,11 @@ TEST(WhileLoopGradientTest, CoupledVariablesAndDataDependentCount) {
   auto b = ops::Placeholder(root, DT_DOUBLE);
   auto n = ops::Const(root, 3);
   std::vector<Output> out;
-  ASSERT_OK(WhileLoop(
-      root, {ops::Const(root, 0), a, b},
-      [&](const Scope& s, const std::vector<Output>& v, Output* pred) {
-        *pred = ops::Less(s, v[0], n);
-        return s.status();
-      },
+  ASSERT_OK(CountedLoop(
+      root, n, {a, b},
       [](const Scope& s, const std::vector<Output>& v,
          std::vector<Output>* next) {
-        *next = {ops::Add(s, v[0], 1),
-                 ops::Sub(s, v[1], ops::Mul(s, v[2], 0.5)),
+        *next = {ops::Sub(s, v[1], ops::Mul(s, v[2], 0.5)),
                  ops::Mul(s, v[1], v[2])};
         return s.status();
       },
@@ -298,30 +305,21 @@ TEST(WhileLoopGradientTest, NestedLoops) {
   auto x = ops::Placeholder(root, DT_DOUBLE);
   auto w = ops::Placeholder(root, DT_DOUBLE);
   std::vector<Output> out;
-  ASSERT_OK(WhileLoop(
-      root, {ops::Const(root, 0), x},
-      [](const Scope& s, const std::vector<Output>& v, Output* pred) {
-        *pred = ops::Less(s, v[0], 2);
-        return s.status();
-      },
+  ASSERT_OK(CountedLoop(
+      root, 2, {x},
       [&](const Scope& s, const std::vector<Output>& v,
           std::vector<Output>* next) {
         std::vector<Output> inner;
-        RETURN_IF_ERROR(WhileLoop(
-            s, {ops::Const(s, 0), v[1]},
-            [](const Scope& s2, const std::vector<Output>& u, Output* pred) {
-              *pred = ops::Less(s2, u[0], 3);
-              return s2.status();
-            },
-            [&](const Scope& s2, const std::vector<Output>& u,
-                std::vector<Output>* next2) {
-              *next2 = {
-                  ops::Add(s2, u[0], 1),
-                  ops::Tanh(s2, ops::Add(s2, ops::Mul(s2, u[1], w), v[1]))};
-              return s2.status();
-            },
-            &inner, {.name = "inner"}));
-        *next = {ops::Add(s, v[0], 1), inner[1]};
+        RETURN_IF_ERROR(
+            CountedLoop(s, 3, {v[1]},
+                        [&](const Scope& s2, const std::vector<Output>& u,
+                            std::vector<Output>* next2) {
+                          *next2 = {ops::Tanh(
+                              s2, ops::Add(s2, ops::Mul(s2, u[1], w), v[1]))};
+                          return s2.status();
+                        },
+                        &inner, {.name = "inner"}));
+        *next = {inner[1]};
         return s.status();
       },
       &out));

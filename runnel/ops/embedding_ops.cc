@@ -64,13 +64,32 @@ std::vector<int64_t> ReadInts(const Tensor& t) {
 
 // The scalar int32/int64 input `t` (InvalidArgument naming `what` unless it
 // is a scalar).
-Status ReadScalar(const Tensor& t, const char* what, int64_t* value) {
+Status ReadNonNegativeScalar(const Tensor& t, const char* what,
+                             int64_t* value) {
   if (t.dims() != 0) {
     return errors::InvalidArgument(what, " should be a scalar, got shape ",
                                    t.shape().DebugString());
   }
   *value = t.dtype() == DT_INT32 ? int64_t{t.scalar<int32_t>()}
                                  : t.scalar<int64_t>();
+  if (*value < 0) {
+    return errors::InvalidArgument(what, " must be non-negative, got ", *value);
+  }
+  return absl::OkStatus();
+}
+
+// The shape-function side of ReadNonNegativeScalar: the value of scalar
+// input `input` when it is a known constant, else -1.
+Status ConstNonNegativeScalar(InferenceContext* c, int input, const char* what,
+                              int64_t* value) {
+  PartialTensorShape unused;
+  RETURN_IF_ERROR(c->WithRank(input, 0, &unused));
+  *value = -1;
+  std::vector<int64_t> v;
+  if (c->GetConstInts(input, &v) && v.size() == 1) *value = v[0];
+  if (*value < -1) {
+    return c->InvalidArgument(what, " must be non-negative, got ", *value);
+  }
   return absl::OkStatus();
 }
 
@@ -766,15 +785,8 @@ REGISTER_KERNEL_BUILDER(Name("ResourceScatterUpdate").Device(kDeviceCpu),
 Status UnsortedSegmentShape(InferenceContext* c) {
   const PartialTensorShape& data = c->input(0);
   const PartialTensorShape& ids = c->input(1);
-  PartialTensorShape unused;
-  RETURN_IF_ERROR(c->WithRank(2, 0, &unused));
-  int64_t segments = -1;
-  std::vector<int64_t> v;
-  if (c->GetConstInts(2, &v) && v.size() == 1) segments = v[0];
-  if (segments < -1) {
-    return c->InvalidArgument("num_segments must be non-negative, got ",
-                              segments);
-  }
+  int64_t segments;
+  RETURN_IF_ERROR(ConstNonNegativeScalar(c, 2, "num_segments", &segments));
   if (data.unknown_rank() || ids.unknown_rank()) {
     c->set_output(0, PartialTensorShape());
     return absl::OkStatus();
@@ -825,11 +837,8 @@ class UnsortedSegmentReductionKernel : public OpKernel {
     const Tensor& data = ctx->input(0);
     const Tensor& ids_t = ctx->input(1);
     int64_t segments;
-    OP_REQUIRES_OK(ctx, ReadScalar(ctx->input(2), "num_segments", &segments));
-    OP_REQUIRES(ctx, segments >= 0,
-                errors::InvalidArgument("num_segments must be non-negative, "
-                                        "got ",
-                                        segments));
+    OP_REQUIRES_OK(
+        ctx, ReadNonNegativeScalar(ctx->input(2), "num_segments", &segments));
     OP_REQUIRES(
         ctx, StartsWith(data.shape(), ids_t.shape()),
         errors::InvalidArgument("data.shape = ", data.shape().DebugString(),
@@ -948,6 +957,17 @@ Status CheckIndexVectors(const Tensor& indices, const Tensor& segment_ids) {
   return absl::OkStatus();
 }
 
+// Input 0, named `what`, is at least 1-D; indices and segment_ids (inputs
+// 1 and 2) are matching vectors.
+Status CheckSparseSegmentInputs(OpKernelContext* ctx, const char* what) {
+  const Tensor& t = ctx->input(0);
+  if (t.dims() < 1) {
+    return errors::InvalidArgument(what, " must be at least 1-D, got shape ",
+                                   t.shape().DebugString());
+  }
+  return CheckIndexVectors(ctx->input(1), ctx->input(2));
+}
+
 Status SparseSegmentShapeCommon(InferenceContext* c, int data_input,
                                 PartialTensorShape* tail) {
   PartialTensorShape data, indices, ids;
@@ -983,19 +1003,18 @@ Status SparseSegmentShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
-Status SparseSegmentWithNumSegmentsShape(InferenceContext* c) {
+// The output has as many rows as scalar input 3, named `what`, says.
+Status SparseSegmentRowsFromInput3Shape(InferenceContext* c, const char* what) {
   PartialTensorShape tail;
   RETURN_IF_ERROR(SparseSegmentShapeCommon(c, 0, &tail));
-  PartialTensorShape unused;
-  RETURN_IF_ERROR(c->WithRank(3, 0, &unused));
-  int64_t rows = -1;
-  std::vector<int64_t> v;
-  if (c->GetConstInts(3, &v) && v.size() == 1) rows = v[0];
-  if (rows < -1) {
-    return c->InvalidArgument("num_segments must be non-negative, got ", rows);
-  }
+  int64_t rows;
+  RETURN_IF_ERROR(ConstNonNegativeScalar(c, 3, what, &rows));
   c->set_output(0, PartialRowsThen(rows, tail));
   return absl::OkStatus();
+}
+
+Status SparseSegmentWithNumSegmentsShape(InferenceContext* c) {
+  return SparseSegmentRowsFromInput3Shape(c, "num_segments");
 }
 
 template <typename T, SparseReduce kR, bool kWithNumSegments>
@@ -1007,17 +1026,11 @@ class SparseSegmentReductionKernel : public OpKernel {
     const Tensor& data = ctx->input(0);
     const Tensor& indices = ctx->input(1);
     const Tensor& segment_ids = ctx->input(2);
-    OP_REQUIRES(ctx, data.dims() >= 1,
-                errors::InvalidArgument("data must be at least 1-D, got shape ",
-                                        data.shape().DebugString()));
-    OP_REQUIRES_OK(ctx, CheckIndexVectors(indices, segment_ids));
+    OP_REQUIRES_OK(ctx, CheckSparseSegmentInputs(ctx, "data"));
     int64_t num_segments = -1;
     if constexpr (kWithNumSegments) {
-      OP_REQUIRES_OK(ctx,
-                     ReadScalar(ctx->input(3), "num_segments", &num_segments));
-      OP_REQUIRES(ctx, num_segments >= 0,
-                  errors::InvalidArgument(
-                      "num_segments must be non-negative, got ", num_segments));
+      OP_REQUIRES_OK(ctx, ReadNonNegativeScalar(ctx->input(3), "num_segments",
+                                                &num_segments));
     }
     const std::vector<int64_t> idx = ReadInts(indices);
     const std::vector<int64_t> ids = ReadInts(segment_ids);
@@ -1082,18 +1095,7 @@ class SparseSegmentReductionKernel : public OpKernel {
 // SparseSegmentSumGrad / MeanGrad / SqrtNGrad
 
 Status SparseSegmentGradShape(InferenceContext* c) {
-  PartialTensorShape tail;
-  RETURN_IF_ERROR(SparseSegmentShapeCommon(c, 0, &tail));
-  PartialTensorShape unused;
-  RETURN_IF_ERROR(c->WithRank(3, 0, &unused));
-  int64_t rows = -1;
-  std::vector<int64_t> v;
-  if (c->GetConstInts(3, &v) && v.size() == 1) rows = v[0];
-  if (rows < -1) {
-    return c->InvalidArgument("output_dim0 must be non-negative, got ", rows);
-  }
-  c->set_output(0, PartialRowsThen(rows, tail));
-  return absl::OkStatus();
+  return SparseSegmentRowsFromInput3Shape(c, "output_dim0");
 }
 
 template <typename T, SparseReduce kR>
@@ -1105,16 +1107,10 @@ class SparseSegmentGradKernel : public OpKernel {
     const Tensor& grad = ctx->input(0);
     const Tensor& indices = ctx->input(1);
     const Tensor& segment_ids = ctx->input(2);
-    OP_REQUIRES(ctx, grad.dims() >= 1,
-                errors::InvalidArgument("grad must be at least 1-D, got shape ",
-                                        grad.shape().DebugString()));
-    OP_REQUIRES_OK(ctx, CheckIndexVectors(indices, segment_ids));
+    OP_REQUIRES_OK(ctx, CheckSparseSegmentInputs(ctx, "grad"));
     int64_t dim0;
-    OP_REQUIRES_OK(ctx, ReadScalar(ctx->input(3), "output_dim0", &dim0));
-    OP_REQUIRES(ctx, dim0 >= 0,
-                errors::InvalidArgument("output_dim0 must be non-negative, "
-                                        "got ",
-                                        dim0));
+    OP_REQUIRES_OK(ctx,
+                   ReadNonNegativeScalar(ctx->input(3), "output_dim0", &dim0));
     const std::vector<int64_t> idx = ReadInts(indices);
     const std::vector<int64_t> ids = ReadInts(segment_ids);
     const int64_t n = static_cast<int64_t>(idx.size());

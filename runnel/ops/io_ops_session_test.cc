@@ -4,7 +4,6 @@
 // errors that name the node and the tensor.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 
@@ -14,6 +13,7 @@
 #include "runnel/io/tensor_bundle.h"
 #include "runnel/ops/ops_gen.h"
 #include "testing/op_test_util.h"
+#include "testing/test_files.h"
 
 namespace runnel {
 namespace {
@@ -23,36 +23,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::string kTf = std::string(RUNNEL_TESTDATA_DIR) + "/tf/";
-
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::vector<std::string>& dirs() {
-    static auto* d = new std::vector<std::string>;
-    return *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d, ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kTempDirs =
-    ::testing::AddGlobalTestEnvironment(new TempDirs);
-
-std::string TempDir() {
-  std::string tmpl = ::testing::TempDir() + "io_session_test_XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  TempDirs::dirs().push_back(tmpl);
-  return tmpl;
-}
-
-std::vector<std::string> DirEntries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 Tensor Names(const std::vector<std::string>& v) {
   return Tensor::FromVector<tstring>(std::vector<tstring>(v.begin(), v.end()));
@@ -83,7 +53,7 @@ TEST(IoOpsSessionTest, ShardedSaveGraphAndRestore) {
                      Names({"", "", ""}), {DT_INT64, DT_FLOAT, DT_STRING});
   ASSERT_OK(root.status());
 
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   const std::string path = dir + "/model.ckpt-1";
   ClientSession session(root);
   std::vector<Tensor> out;
@@ -122,7 +92,7 @@ TEST(IoOpsSessionTest, RestoreTfCheckpointIntoRefVariables) {
 }
 
 TEST(IoOpsSessionTest, CorruptCheckpointFailsNamingNodeAndTensor) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   const std::string path = dir + "/c";
   {
     BundleWriter w(path);

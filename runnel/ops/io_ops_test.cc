@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 
 #include "runnel/base/env.h"
 #include "runnel/io/tensor_bundle.h"
 #include "testing/op_test_util.h"
+#include "testing/test_files.h"
 
 namespace runnel {
 namespace {
@@ -13,28 +13,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kTf = std::string(RUNNEL_TESTDATA_DIR) + "/tf/";
-
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::vector<std::string>& dirs() {
-    static auto* d = new std::vector<std::string>;
-    return *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d, ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kTempDirs =
-    ::testing::AddGlobalTestEnvironment(new TempDirs);
-
-std::string TempDir() {
-  std::string tmpl = ::testing::TempDir() + "io_ops_test_XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  TempDirs::dirs().push_back(tmpl);
-  return tmpl;
-}
 
 Tensor Strings(const std::vector<std::string>& v) {
   return Tensor::FromVector<tstring>(v);
@@ -72,7 +50,7 @@ StatusOr<std::vector<Tensor>> Restore(const std::string& prefix,
 }
 
 TEST(IoOpsTest, SaveThenRestoreEveryDtype) {
-  const std::string prefix = TempDir() + "/model.ckpt-1";
+  const std::string prefix = MakeTempDir() + "/model.ckpt-1";
   const std::vector<Tensor> tensors = {
       Tensor::FromVector<float>({1.5f, -2.f}, TensorShape({2, 1})),
       Tensor::FromVector<double>({3.25}),
@@ -131,7 +109,7 @@ TEST(IoOpsTest, RestoreErrors) {
   s = Restore(hp2, {"a", "nope"}, {DT_FLOAT, DT_FLOAT}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
   EXPECT_NE(s.message().find("'nope'"), std::string::npos) << s;
-  s = Restore(TempDir() + "/none", {"a"}, {DT_FLOAT}).status();
+  s = Restore(MakeTempDir() + "/none", {"a"}, {DT_FLOAT}).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
 
   // Slices are rejected clearly.
@@ -168,7 +146,7 @@ TEST(IoOpsTest, RestoreErrors) {
 }
 
 TEST(IoOpsTest, CorruptCheckpointIsDataLoss) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   const std::string prefix = dir + "/c";
   ASSERT_OK(Save(prefix, {"x", "y"},
                  {Tensor::FromVector<float>({1, 2, 3}),
@@ -184,7 +162,7 @@ TEST(IoOpsTest, CorruptCheckpointIsDataLoss) {
 }
 
 TEST(IoOpsTest, SaveErrors) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   // Mismatched names.
   OpTestCase t("SaveV2");
   t.Attr("dtypes", Dtypes({DT_FLOAT}))
@@ -221,7 +199,7 @@ TEST(IoOpsTest, SaveErrors) {
 }
 
 TEST(IoOpsTest, MergeV2Checkpoints) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   const std::string tmp = dir + "/model.ckpt-5_temp_abc";
   const std::string part0 = tmp + "/part-00000-of-00002";
   const std::string part1 = tmp + "/part-00001-of-00002";

@@ -185,6 +185,13 @@ Status CheckCellInputs(OpKernelContext* ctx, int first, int x_rank,
   return absl::OkStatus();
 }
 
+// The CPU kernels of every op here, for T in {float, double}.
+#define REGISTER_LSTM_KERNELS(op, Kernel)                                     \
+  REGISTER_KERNEL_BUILDER(                                                    \
+      Name(op).Device(kDeviceCpu).TypeConstraint<float>("T"), Kernel<float>); \
+  REGISTER_KERNEL_BUILDER(                                                    \
+      Name(op).Device(kDeviceCpu).TypeConstraint<double>("T"), Kernel<double>)
+
 constexpr char kCellInputsDoc[] = R"doc(
 x: The input to the LSTM cell, shape (batch_size, num_inputs).
 cs_prev: Value of the cell state at previous time step.
@@ -294,14 +301,40 @@ void CellForwardRow(const CellRowArgs<T>& a, const T* gates, const T* cs_prev,
   h_m = o_m * co_m;
 }
 
-template <typename T>
-class LSTMBlockCellKernel : public OpKernel {
+// The attrs of the forward ops (LSTMBlockCell, BlockLSTM) and the row
+// arguments they give CellForwardRow.
+class CellForwardKernel : public OpKernel {
  public:
-  explicit LSTMBlockCellKernel(OpKernelConstruction* c) : OpKernel(c) {
+  explicit CellForwardKernel(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("forget_bias", &forget_bias_));
     OP_REQUIRES_OK(c, c->GetAttr("cell_clip", &cell_clip_));
     OP_REQUIRES_OK(c, c->GetAttr("use_peephole", &use_peephole_));
   }
+
+ protected:
+  // wci, wcf, wco and b are inputs first_peephole..first_peephole+3.
+  template <typename T>
+  CellRowArgs<T> RowArgs(OpKernelContext* ctx, int first_peephole,
+                         int64_t cell) const {
+    return {cell,
+            static_cast<T>(forget_bias_),
+            static_cast<T>(cell_clip_),
+            use_peephole_,
+            ctx->input(first_peephole).data<T>(),
+            ctx->input(first_peephole + 1).data<T>(),
+            ctx->input(first_peephole + 2).data<T>(),
+            ctx->input(first_peephole + 3).data<T>()};
+  }
+
+  float forget_bias_ = 1.0f;
+  float cell_clip_ = 3.0f;
+  bool use_peephole_ = false;
+};
+
+template <typename T>
+class LSTMBlockCellKernel : public CellForwardKernel {
+ public:
+  using CellForwardKernel::CellForwardKernel;
 
   void Compute(OpKernelContext* ctx) override {
     CellDims d;
@@ -345,14 +378,7 @@ class LSTMBlockCellKernel : public OpKernel {
               ctx->input(3).data<T>(), gate_cols, T(0), gates.data<T>(),
               gate_cols);
 
-    const CellRowArgs<T> args{d.cell,
-                              static_cast<T>(forget_bias_),
-                              static_cast<T>(cell_clip_),
-                              use_peephole_,
-                              ctx->input(4).data<T>(),
-                              ctx->input(5).data<T>(),
-                              ctx->input(6).data<T>(),
-                              ctx->input(7).data<T>()};
+    const CellRowArgs<T> args = RowArgs<T>(ctx, 4, d.cell);
     const T* gates_data = gates.data<T>();
     const T* cs_prev = ctx->input(1).data<T>();
     T* o[7];
@@ -370,19 +396,9 @@ class LSTMBlockCellKernel : public OpKernel {
                          }
                        });
   }
-
- private:
-  float forget_bias_ = 1.0f;
-  float cell_clip_ = 3.0f;
-  bool use_peephole_ = false;
 };
 
-REGISTER_KERNEL_BUILDER(
-    Name("LSTMBlockCell").Device(kDeviceCpu).TypeConstraint<float>("T"),
-    LSTMBlockCellKernel<float>);
-REGISTER_KERNEL_BUILDER(
-    Name("LSTMBlockCell").Device(kDeviceCpu).TypeConstraint<double>("T"),
-    LSTMBlockCellKernel<double>);
+REGISTER_LSTM_KERNELS("LSTMBlockCell", LSTMBlockCellKernel);
 
 // ---------------------------------------------------------------------------
 // LSTMBlockCellGrad
@@ -493,12 +509,31 @@ void AccumulatePeepholeGrads(int64_t rows, int64_t n, const T* dicfo,
   }
 }
 
-template <typename T>
-class LSTMBlockCellGradKernel : public OpKernel {
+// The attr of the backward ops (LSTMBlockCellGrad, BlockLSTMGrad) and the
+// row arguments it gives CellBackwardRow.
+class CellGradKernel : public OpKernel {
  public:
-  explicit LSTMBlockCellGradKernel(OpKernelConstruction* c) : OpKernel(c) {
+  explicit CellGradKernel(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("use_peephole", &use_peephole_));
   }
+
+ protected:
+  // wci, wcf and wco are inputs first_peephole..first_peephole+2.
+  template <typename T>
+  GradRowArgs<T> RowArgs(OpKernelContext* ctx, int first_peephole,
+                         int64_t cell) const {
+    return {cell, use_peephole_, ctx->input(first_peephole).data<T>(),
+            ctx->input(first_peephole + 1).data<T>(),
+            ctx->input(first_peephole + 2).data<T>()};
+  }
+
+  bool use_peephole_ = false;
+};
+
+template <typename T>
+class LSTMBlockCellGradKernel : public CellGradKernel {
+ public:
+  using CellGradKernel::CellGradKernel;
 
   void Compute(OpKernelContext* ctx) override {
     CellDims d;
@@ -522,8 +557,7 @@ class LSTMBlockCellGradKernel : public OpKernel {
     }
     if (d.batch == 0 || n == 0) return;
 
-    const GradRowArgs<T> args{n, use_peephole_, ctx->input(4).data<T>(),
-                              ctx->input(5).data<T>(), ctx->input(6).data<T>()};
+    const GradRowArgs<T> args = RowArgs<T>(ctx, 4, n);
     // cs_prev, then i, cs, f, o, ci, co, cs_grad, h_grad.
     const T* in[9];
     in[0] = ctx->input(1).data<T>();
@@ -544,17 +578,9 @@ class LSTMBlockCellGradKernel : public OpKernel {
                             peep_grad[0]->data<T>(), peep_grad[1]->data<T>(),
                             peep_grad[2]->data<T>());
   }
-
- private:
-  bool use_peephole_ = false;
 };
 
-REGISTER_KERNEL_BUILDER(
-    Name("LSTMBlockCellGrad").Device(kDeviceCpu).TypeConstraint<float>("T"),
-    LSTMBlockCellGradKernel<float>);
-REGISTER_KERNEL_BUILDER(
-    Name("LSTMBlockCellGrad").Device(kDeviceCpu).TypeConstraint<double>("T"),
-    LSTMBlockCellGradKernel<double>);
+REGISTER_LSTM_KERNELS("LSTMBlockCellGrad", LSTMBlockCellGradKernel);
 
 // ---------------------------------------------------------------------------
 // BlockLSTM: LSTMBlockCell over a whole sequence in one op.
@@ -643,13 +669,9 @@ i, cs, f, o, ci, co, h: the per-step outputs of LSTMBlockCell, stacked on a
   leading time dimension.)doc");
 
 template <typename T>
-class BlockLSTMKernel : public OpKernel {
+class BlockLSTMKernel : public CellForwardKernel {
  public:
-  explicit BlockLSTMKernel(OpKernelConstruction* c) : OpKernel(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("forget_bias", &forget_bias_));
-    OP_REQUIRES_OK(c, c->GetAttr("cell_clip", &cell_clip_));
-    OP_REQUIRES_OK(c, c->GetAttr("use_peephole", &use_peephole_));
-  }
+  using CellForwardKernel::CellForwardKernel;
 
   void Compute(OpKernelContext* ctx) override {
     CellDims d;
@@ -685,14 +707,7 @@ class BlockLSTMKernel : public OpKernel {
     } else {
       std::fill_n(g, rows * gate_cols, T(0));
     }
-    const CellRowArgs<T> args{n,
-                              static_cast<T>(forget_bias_),
-                              static_cast<T>(cell_clip_),
-                              use_peephole_,
-                              ctx->input(5).data<T>(),
-                              ctx->input(6).data<T>(),
-                              ctx->input(7).data<T>(),
-                              ctx->input(8).data<T>()};
+    const CellRowArgs<T> args = RowArgs<T>(ctx, 5, n);
     ThreadPool* pool = ctx->intra_op_threadpool();
     for (int64_t t = 0; t < steps; ++t) {
       const int64_t off = t * step_size;
@@ -713,19 +728,9 @@ class BlockLSTMKernel : public OpKernel {
       });
     }
   }
-
- private:
-  float forget_bias_ = 1.0f;
-  float cell_clip_ = 3.0f;
-  bool use_peephole_ = false;
 };
 
-REGISTER_KERNEL_BUILDER(
-    Name("BlockLSTM").Device(kDeviceCpu).TypeConstraint<float>("T"),
-    BlockLSTMKernel<float>);
-REGISTER_KERNEL_BUILDER(
-    Name("BlockLSTM").Device(kDeviceCpu).TypeConstraint<double>("T"),
-    BlockLSTMKernel<double>);
+REGISTER_LSTM_KERNELS("BlockLSTM", BlockLSTMKernel);
 
 // ---------------------------------------------------------------------------
 // BlockLSTMGrad
@@ -789,11 +794,9 @@ seq_len_max).
 use_peephole: Whether to use peephole weights.)doc");
 
 template <typename T>
-class BlockLSTMGradKernel : public OpKernel {
+class BlockLSTMGradKernel : public CellGradKernel {
  public:
-  explicit BlockLSTMGradKernel(OpKernelConstruction* c) : OpKernel(c) {
-    OP_REQUIRES_OK(c, c->GetAttr("use_peephole", &use_peephole_));
-  }
+  using CellGradKernel::CellGradKernel;
 
   void Compute(OpKernelContext* ctx) override {
     CellDims d;
@@ -839,8 +842,7 @@ class BlockLSTMGradKernel : public OpKernel {
     for (int k = 0; k < 9; ++k) seq[k] = ctx->input(9 + k).data<T>();
     const T* w = ctx->input(4).data<T>();
     const T* w_h = w + d.input * gate_cols;
-    const GradRowArgs<T> args{n, use_peephole_, ctx->input(5).data<T>(),
-                              ctx->input(6).data<T>(), ctx->input(7).data<T>()};
+    const GradRowArgs<T> args = RowArgs<T>(ctx, 5, n);
     ThreadPool* pool = ctx->intra_op_threadpool();
 
     for (int64_t t = steps - 1; t >= 0; --t) {
@@ -893,17 +895,9 @@ class BlockLSTMGradKernel : public OpKernel {
       b_grad += ConstArrayMap<T>(dicfo + r * gate_cols, gate_cols);
     }
   }
-
- private:
-  bool use_peephole_ = false;
 };
 
-REGISTER_KERNEL_BUILDER(
-    Name("BlockLSTMGrad").Device(kDeviceCpu).TypeConstraint<float>("T"),
-    BlockLSTMGradKernel<float>);
-REGISTER_KERNEL_BUILDER(
-    Name("BlockLSTMGrad").Device(kDeviceCpu).TypeConstraint<double>("T"),
-    BlockLSTMGradKernel<double>);
+REGISTER_LSTM_KERNELS("BlockLSTMGrad", BlockLSTMGradKernel);
 
 }  // namespace
 }  // namespace runnel

@@ -258,6 +258,9 @@ class QueueBase : public QueueInterface {
   static Completion Finish(Attempt* a);
   static void RunCompletions(std::vector<Completion>* done);
   Status CheckDequeueManySupported() const;
+  // InvalidArgument unless `tuple` has the queue's number and types of
+  // components.
+  Status CheckComponentTypes(const Tuple& tuple) const;
 
   const std::string name_;
   const QueueDefinition def_;
@@ -299,7 +302,7 @@ Status QueueBase::Matches(const QueueDefinition& want) const {
   return absl::OkStatus();
 }
 
-Status QueueBase::ValidateTuple(const Tuple& tuple) {
+Status QueueBase::CheckComponentTypes(const Tuple& tuple) const {
   if (tuple.size() != def_.dtypes.size()) {
     return errors::InvalidArgument("Wrong number of components in tuple. ",
                                    "Expected ", def_.dtypes.size(), ", got ",
@@ -312,6 +315,13 @@ Status QueueBase::ValidateTuple(const Tuple& tuple) {
                                      DataTypeString(def_.dtypes[i]), ", got ",
                                      DataTypeString(tuple[i].dtype()));
     }
+  }
+  return absl::OkStatus();
+}
+
+Status QueueBase::ValidateTuple(const Tuple& tuple) {
+  RETURN_IF_ERROR(CheckComponentTypes(tuple));
+  for (size_t i = 0; i < tuple.size(); ++i) {
     if (!def_.shapes[i].IsCompatibleWith(tuple[i].shape())) {
       return errors::InvalidArgument("Shape mismatch in tuple component ", i,
                                      ". Expected ",
@@ -323,18 +333,8 @@ Status QueueBase::ValidateTuple(const Tuple& tuple) {
 }
 
 Status QueueBase::ValidateManyTuple(const Tuple& tuple) {
-  if (tuple.size() != def_.dtypes.size()) {
-    return errors::InvalidArgument("Wrong number of components in tuple. ",
-                                   "Expected ", def_.dtypes.size(), ", got ",
-                                   tuple.size());
-  }
+  RETURN_IF_ERROR(CheckComponentTypes(tuple));
   for (size_t i = 0; i < tuple.size(); ++i) {
-    if (tuple[i].dtype() != def_.dtypes[i]) {
-      return errors::InvalidArgument("Type mismatch in tuple component ", i,
-                                     ". Expected ",
-                                     DataTypeString(def_.dtypes[i]), ", got ",
-                                     DataTypeString(tuple[i].dtype()));
-    }
     if (tuple[i].dims() < 1) {
       return errors::InvalidArgument(
           "EnqueueMany needs every component batched along dimension 0, but "
@@ -927,6 +927,18 @@ class QueueCreateKernel : public OpKernel {
  protected:
   virtual QueueBase* NewQueue(const std::string& name,
                               const QueueDefinition& def) const = 0;
+  // InvalidArgument naming the first specified shape that is not fully
+  // defined; `hint` ends the message.
+  Status CheckShapesFullyDefined(const char* hint = "") const {
+    for (size_t i = 0; i < def_.shapes.size() && def_.specified_shapes; ++i) {
+      if (!def_.shapes[i].IsFullyDefined()) {
+        return errors::InvalidArgument(
+            def_.kind, " component ", i, " has shape ",
+            def_.shapes[i].DebugString(), ", which is not fully defined", hint);
+      }
+    }
+    return absl::OkStatus();
+  }
   QueueDefinition def_;
 
  private:
@@ -955,14 +967,9 @@ class FIFOQueueKernel : public QueueCreateKernel {
  public:
   explicit FIFOQueueKernel(OpKernelConstruction* c)
       : QueueCreateKernel(c, "FIFOQueue") {
-    for (size_t i = 0; i < def_.shapes.size() && def_.specified_shapes; ++i) {
-      OP_REQUIRES(c, def_.shapes[i].IsFullyDefined(),
-                  errors::InvalidArgument(
-                      "FIFOQueue component ", i, " has shape ",
-                      def_.shapes[i].DebugString(),
-                      ", which is not fully defined (use PaddingFIFOQueue "
-                      "for shapes with unknown dimensions)"));
-    }
+    OP_REQUIRES_OK(c, CheckShapesFullyDefined(
+                          " (use PaddingFIFOQueue for shapes with unknown "
+                          "dimensions)"));
   }
 
  protected:
@@ -1042,13 +1049,7 @@ class RandomShuffleQueueKernel : public QueueCreateKernel {
  public:
   explicit RandomShuffleQueueKernel(OpKernelConstruction* c)
       : QueueCreateKernel(c, "RandomShuffleQueue") {
-    for (size_t i = 0; i < def_.shapes.size() && def_.specified_shapes; ++i) {
-      OP_REQUIRES(
-          c, def_.shapes[i].IsFullyDefined(),
-          errors::InvalidArgument("RandomShuffleQueue component ", i,
-                                  " has shape ", def_.shapes[i].DebugString(),
-                                  ", which is not fully defined"));
-    }
+    OP_REQUIRES_OK(c, CheckShapesFullyDefined());
     OP_REQUIRES_OK(c, c->GetAttr("min_after_dequeue", &def_.min_after_dequeue));
     OP_REQUIRES_OK(c, c->GetAttr("seed", &def_.seed));
     OP_REQUIRES_OK(c, c->GetAttr("seed2", &def_.seed2));
@@ -1095,13 +1096,7 @@ class PriorityQueueKernel : public QueueCreateKernel {
  public:
   explicit PriorityQueueKernel(OpKernelConstruction* c)
       : QueueCreateKernel(c, "PriorityQueue") {
-    for (size_t i = 0; i < def_.shapes.size() && def_.specified_shapes; ++i) {
-      OP_REQUIRES(
-          c, def_.shapes[i].IsFullyDefined(),
-          errors::InvalidArgument("PriorityQueue component ", i, " has shape ",
-                                  def_.shapes[i].DebugString(),
-                                  ", which is not fully defined"));
-    }
+    OP_REQUIRES_OK(c, CheckShapesFullyDefined());
     def_.dtypes.insert(def_.dtypes.begin(), DT_INT64);
     def_.shapes.insert(def_.shapes.begin(), PartialTensorShape({}));
     // With no other components the priorities alone are fully specified.
@@ -1205,6 +1200,8 @@ REGISTER_OP("QueueEnqueueV2")
         "cancelled. Cancelled if the queue is closed.\n"
         "timeout_ms: accepted but, as in TensorFlow, not supported.");
 
+// QueueEnqueueV2 (kMany false) and QueueEnqueueManyV2.
+template <bool kMany>
 class QueueEnqueueKernel : public QueueAccessKernel {
  public:
   using QueueAccessKernel::QueueAccessKernel;
@@ -1213,12 +1210,17 @@ class QueueEnqueueKernel : public QueueAccessKernel {
   void ComputeWithQueue(OpKernelContext* ctx, QueueInterface* q,
                         DoneCallback done) override {
     QueueInterface::Tuple tuple = InputTuple(ctx);
-    OP_REQUIRES_OK_ASYNC(ctx, q->ValidateTuple(tuple), done);
-    q->TryEnqueue(tuple, ctx, std::move(done));
+    if constexpr (kMany) {
+      OP_REQUIRES_OK_ASYNC(ctx, q->ValidateManyTuple(tuple), done);
+      q->TryEnqueueMany(tuple, ctx, std::move(done));
+    } else {
+      OP_REQUIRES_OK_ASYNC(ctx, q->ValidateTuple(tuple), done);
+      q->TryEnqueue(tuple, ctx, std::move(done));
+    }
   }
 };
 REGISTER_KERNEL_BUILDER(Name("QueueEnqueueV2").Device(kDeviceCpu),
-                        QueueEnqueueKernel);
+                        QueueEnqueueKernel<false>);
 
 // QueueEnqueueManyV2 -------------------------------------------------------
 
@@ -1236,20 +1238,8 @@ REGISTER_OP("QueueEnqueueManyV2")
         "op finishes when all are in. Cancelled if the queue is closed.\n"
         "timeout_ms: accepted but, as in TensorFlow, not supported.");
 
-class QueueEnqueueManyKernel : public QueueAccessKernel {
- public:
-  using QueueAccessKernel::QueueAccessKernel;
-
- protected:
-  void ComputeWithQueue(OpKernelContext* ctx, QueueInterface* q,
-                        DoneCallback done) override {
-    QueueInterface::Tuple tuple = InputTuple(ctx);
-    OP_REQUIRES_OK_ASYNC(ctx, q->ValidateManyTuple(tuple), done);
-    q->TryEnqueueMany(tuple, ctx, std::move(done));
-  }
-};
 REGISTER_KERNEL_BUILDER(Name("QueueEnqueueManyV2").Device(kDeviceCpu),
-                        QueueEnqueueManyKernel);
+                        QueueEnqueueKernel<true>);
 
 // QueueDequeueV2 -----------------------------------------------------------
 

@@ -638,15 +638,16 @@ REGISTER_OP("WholeFileReaderV2")
         "One record per file; the key is the file name. ",
         kReaderDocTail));
 
-class WholeFileReaderOpKernel : public ReaderOpKernel {
+// The kernel of a reader op whose reader has no attrs of its own.
+template <typename Reader>
+class SimpleReaderOpKernel : public ReaderOpKernel {
  public:
-  explicit WholeFileReaderOpKernel(OpKernelConstruction* c)
-      : ReaderOpKernel(c, [](const std::string& name) {
-          return new WholeFileReader(name);
-        }) {}
+  explicit SimpleReaderOpKernel(OpKernelConstruction* c)
+      : ReaderOpKernel(
+            c, [](const std::string& name) { return new Reader(name); }) {}
 };
 REGISTER_KERNEL_BUILDER(Name("WholeFileReaderV2").Device(kDeviceCpu),
-                        WholeFileReaderOpKernel);
+                        SimpleReaderOpKernel<WholeFileReader>);
 
 REGISTER_OP("IdentityReaderV2")
     .Output("reader_handle: resource")
@@ -659,29 +660,18 @@ REGISTER_OP("IdentityReaderV2")
         "One record per work item. ",
         kReaderDocTail));
 
-class IdentityReaderOpKernel : public ReaderOpKernel {
- public:
-  explicit IdentityReaderOpKernel(OpKernelConstruction* c)
-      : ReaderOpKernel(c, [](const std::string& name) {
-          return new IdentityReader(name);
-        }) {}
-};
 REGISTER_KERNEL_BUILDER(Name("IdentityReaderV2").Device(kDeviceCpu),
-                        IdentityReaderOpKernel);
+                        SimpleReaderOpKernel<IdentityReader>);
 
 // ---------------------------------------------------------------------------
 // Verbs on readers.
 
-Status LookupReader(OpKernelContext* ctx, int input, ReaderBase** reader) {
+// The resource (a reader or a queue) whose handle is input `input`.
+template <typename T>
+Status LookupInput(OpKernelContext* ctx, int input, T** resource) {
   const ResourceHandle* h;
   RETURN_IF_ERROR(HandleFromInput(ctx, input, &h));
-  return LookupResource<ReaderBase>(ctx, *h, reader);
-}
-
-Status LookupQueue(OpKernelContext* ctx, int input, QueueInterface** queue) {
-  const ResourceHandle* h;
-  RETURN_IF_ERROR(HandleFromInput(ctx, input, &h));
-  return LookupResource<QueueInterface>(ctx, *h, queue);
+  return LookupResource<T>(ctx, *h, resource);
 }
 
 Status ScalarShapesIn(InferenceContext* c) {
@@ -690,6 +680,11 @@ Status ScalarShapesIn(InferenceContext* c) {
     RETURN_IF_ERROR(c->WithRank(i, 0, &unused));
   }
   return absl::OkStatus();
+}
+
+Status ScalarShapesInScalarOut(InferenceContext* c) {
+  RETURN_IF_ERROR(ScalarShapesIn(c));
+  return shape_fns::ScalarShape(c);
 }
 
 // One ReaderRead / ReaderReadUpTo in flight (Note [Readers never block a
@@ -805,15 +800,15 @@ void ContinueRead(std::shared_ptr<ReadCall> call) {
   FinishRead(call);
 }
 
-// ReaderReadV2 and ReaderReadUpToV2.
+// ReaderReadV2 (kUpTo false) and ReaderReadUpToV2.
+template <bool kUpTo>
 class ReaderReadKernel : public AsyncOpKernel {
  public:
-  ReaderReadKernel(OpKernelConstruction* c, bool up_to)
-      : AsyncOpKernel(c), up_to_(up_to) {}
+  using AsyncOpKernel::AsyncOpKernel;
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     int64_t num_records = 1;
-    if (up_to_) {
+    if (kUpTo) {
       const Tensor& n = ctx->input(2);
       OP_REQUIRES_ASYNC(
           ctx, n.dims() == 0,
@@ -827,18 +822,15 @@ class ReaderReadKernel : public AsyncOpKernel {
                         done);
     }
     ReaderBase* reader = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, LookupReader(ctx, 0, &reader), done);
+    OP_REQUIRES_OK_ASYNC(ctx, LookupInput(ctx, 0, &reader), done);
     QueueInterface* queue = nullptr;
-    Status s = LookupQueue(ctx, 1, &queue);
+    Status s = LookupInput(ctx, 1, &queue);
     if (!s.ok()) reader->Unref();
     OP_REQUIRES_OK_ASYNC(ctx, s, done);
     auto call = std::make_shared<ReadCall>(ctx, std::move(done), reader, queue,
-                                           num_records, up_to_);
+                                           num_records, kUpTo);
     reader->Acquire([call] { ContinueRead(call); }, ctx->runner());
   }
-
- private:
-  const bool up_to_;
 };
 
 REGISTER_OP("ReaderReadV2")
@@ -847,23 +839,15 @@ REGISTER_OP("ReaderReadV2")
     .Output("key: string")
     .Output("value: string")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      RETURN_IF_ERROR(ScalarShapesIn(c));
-      return shape_fns::ScalarShape(c);
-    })
+    .SetShapeFn(ScalarShapesInScalarOut)
     .Doc(
         "Returns the next record (key, value pair) produced by a Reader.\n"
         "Dequeues a file name from the queue when the reader needs one (at "
         "the start and after each file). OutOfRange once the queue is closed "
         "and empty; waiting for a file name holds no thread.");
 
-class ReaderReadV2Kernel : public ReaderReadKernel {
- public:
-  explicit ReaderReadV2Kernel(OpKernelConstruction* c)
-      : ReaderReadKernel(c, false) {}
-};
 REGISTER_KERNEL_BUILDER(Name("ReaderReadV2").Device(kDeviceCpu),
-                        ReaderReadV2Kernel);
+                        ReaderReadKernel<false>);
 REGISTER_NO_GRADIENT("ReaderReadV2", "it reads records from files");
 
 REGISTER_OP("ReaderReadUpToV2")
@@ -886,13 +870,8 @@ REGISTER_OP("ReaderReadUpToV2")
         "read at least one record. OutOfRange once the queue is closed and "
         "empty and nothing was read.");
 
-class ReaderReadUpToV2Kernel : public ReaderReadKernel {
- public:
-  explicit ReaderReadUpToV2Kernel(OpKernelConstruction* c)
-      : ReaderReadKernel(c, true) {}
-};
 REGISTER_KERNEL_BUILDER(Name("ReaderReadUpToV2").Device(kDeviceCpu),
-                        ReaderReadUpToV2Kernel);
+                        ReaderReadKernel<true>);
 REGISTER_NO_GRADIENT("ReaderReadUpToV2", "it reads records from files");
 
 // ReaderNumRecordsProducedV2 / ReaderNumWorkUnitsCompletedV2.
@@ -904,7 +883,7 @@ class ReaderCountKernel : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     ReaderBase* reader = nullptr;
-    OP_REQUIRES_OK(ctx, LookupReader(ctx, 0, &reader));
+    OP_REQUIRES_OK(ctx, LookupInput(ctx, 0, &reader));
     ScopedUnref unref(reader);
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({}), &out));
@@ -917,10 +896,7 @@ REGISTER_OP("ReaderNumRecordsProducedV2")
     .Input("reader_handle: resource")
     .Output("records_produced: int64")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      RETURN_IF_ERROR(ScalarShapesIn(c));
-      return shape_fns::ScalarShape(c);
-    })
+    .SetShapeFn(ScalarShapesInScalarOut)
     .Doc(
         "Returns the number of records this Reader has produced.\n"
         "The same as the number of records ReaderRead and ReaderReadUpTo "
@@ -933,10 +909,7 @@ REGISTER_OP("ReaderNumWorkUnitsCompletedV2")
     .Input("reader_handle: resource")
     .Output("units_completed: int64")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) {
-      RETURN_IF_ERROR(ScalarShapesIn(c));
-      return shape_fns::ScalarShape(c);
-    })
+    .SetShapeFn(ScalarShapesInScalarOut)
     .Doc(
         "Returns the number of work units (files) this Reader has finished "
         "processing.");
@@ -960,7 +933,7 @@ class ReaderResetKernel : public AsyncOpKernel {
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     ReaderBase* reader = nullptr;
-    OP_REQUIRES_OK_ASYNC(ctx, LookupReader(ctx, 0, &reader), done);
+    OP_REQUIRES_OK_ASYNC(ctx, LookupInput(ctx, 0, &reader), done);
     reader->Acquire(
         [reader, done = std::move(done)] {
           reader->Reset();

@@ -74,6 +74,22 @@ Output WriteBarrier(const Scope& s, const Operation& op, const Output& dflow) {
       s.WithControlDependencies(flow_out).WithOpName("write_barrier"), dflow);
 }
 
+// What the gradient of an entering op (Write, Scatter, Split) builds on:
+// the dtype T of its value, the incoming gradient flow after
+// WriteBarrier, and the gradient array created from that flow.
+struct EnteringGrad {
+  DataType dtype = DT_INVALID;
+  Output flow;
+  Operation array;
+};
+Status MakeEnteringGrad(const Scope& s, const Operation& op,
+                        const Output& dflow, EnteringGrad* e) {
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "T", &e->dtype));
+  e->flow = WriteBarrier(s, op, dflow);
+  e->array = GradArray(s, op, op.input(0), e->flow);
+  return s.status();
+}
+
 // The element shape for an attr when `value`'s static shape knows its rank:
 // the shape without dimension 0.
 PartialTensorShape ShapeWithoutDim0(const Scope& s, const Output& value) {
@@ -99,15 +115,13 @@ REGISTER_GRADIENT("TensorArrayReadV3", TensorArrayReadV3Grad);
 // flow_out = write(ta, index, value): dvalue = read(grad array, index).
 Status TensorArrayWriteV3Grad(const Scope& s, const Operation& op,
                               const Outputs& dy, Outputs* dx) {
-  DataType dtype;
-  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "T", &dtype));
-  const Output flow = WriteBarrier(s, op, dy[0]);
-  const Operation g = GradArray(s, op, op.input(0), flow);
-  if (!s.ok()) return s.status();
+  EnteringGrad e;
+  RETURN_IF_ERROR(MakeEnteringGrad(s, op, dy[0], &e));
+  const Operation& g = e.array;
   const Output dvalue = grad::MakeOp(s, "TensorArrayReadV3",
                                      {g.output(0), op.input(1), g.output(1)},
-                                     {{"dtype", MakeAttrValue(dtype)}});
-  *dx = {NoGradient(), NoGradient(), dvalue, flow};
+                                     {{"dtype", MakeAttrValue(e.dtype)}});
+  *dx = {NoGradient(), NoGradient(), dvalue, e.flow};
   return s.status();
 }
 REGISTER_GRADIENT("TensorArrayWriteV3", TensorArrayWriteV3Grad);
@@ -129,16 +143,14 @@ REGISTER_GRADIENT("TensorArrayGatherV3", TensorArrayGatherV3Grad);
 // indices).
 Status TensorArrayScatterV3Grad(const Scope& s, const Operation& op,
                                 const Outputs& dy, Outputs* dx) {
-  DataType dtype;
-  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "T", &dtype));
-  const Output flow = WriteBarrier(s, op, dy[0]);
-  const Operation g = GradArray(s, op, op.input(0), flow);
-  if (!s.ok()) return s.status();
+  EnteringGrad e;
+  RETURN_IF_ERROR(MakeEnteringGrad(s, op, dy[0], &e));
+  const Operation& g = e.array;
   const Output dvalue = grad::MakeOp(
       s, "TensorArrayGatherV3", {g.output(0), op.input(1), g.output(1)},
-      {{"dtype", MakeAttrValue(dtype)},
+      {{"dtype", MakeAttrValue(e.dtype)},
        {"element_shape", MakeAttrValue(ShapeWithoutDim0(s, op.input(2)))}});
-  *dx = {NoGradient(), NoGradient(), dvalue, flow};
+  *dx = {NoGradient(), NoGradient(), dvalue, e.flow};
   return s.status();
 }
 REGISTER_GRADIENT("TensorArrayScatterV3", TensorArrayScatterV3Grad);
@@ -158,17 +170,15 @@ REGISTER_GRADIENT("TensorArrayConcatV3", TensorArrayConcatV3Grad);
 // flow_out = split(ta, value, lengths): dvalue = concat(grad array).
 Status TensorArraySplitV3Grad(const Scope& s, const Operation& op,
                               const Outputs& dy, Outputs* dx) {
-  DataType dtype;
-  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "T", &dtype));
-  const Output flow = WriteBarrier(s, op, dy[0]);
-  const Operation g = GradArray(s, op, op.input(0), flow);
-  if (!s.ok()) return s.status();
+  EnteringGrad e;
+  RETURN_IF_ERROR(MakeEnteringGrad(s, op, dy[0], &e));
+  const Operation& g = e.array;
   const Output dvalue =
       grad::MakeOp(s, "TensorArrayConcatV3", {g.output(0), g.output(1)},
-                   {{"dtype", MakeAttrValue(dtype)},
+                   {{"dtype", MakeAttrValue(e.dtype)},
                     {"element_shape_except0",
                      MakeAttrValue(ShapeWithoutDim0(s, op.input(1)))}});
-  *dx = {NoGradient(), dvalue, NoGradient(), flow};
+  *dx = {NoGradient(), dvalue, NoGradient(), e.flow};
   return s.status();
 }
 REGISTER_GRADIENT("TensorArraySplitV3", TensorArraySplitV3Grad);

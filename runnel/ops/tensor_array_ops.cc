@@ -560,6 +560,16 @@ Status CheckDtype(const TensorArray& ta, DataType requested) {
   return absl::OkStatus();
 }
 
+// The same check for ops that write a value of dtype `written`.
+Status CheckWriteDtype(const TensorArray& ta, DataType written) {
+  if (ta.dtype() != written) {
+    return errors::InvalidArgument(
+        "TensorArray ", ta.name(), " has dtype ", DataTypeString(ta.dtype()),
+        " but Op is trying to write dtype ", DataTypeString(written), ".");
+  }
+  return absl::OkStatus();
+}
+
 Tensor MakeHandle(OpKernelContext* ctx, const ResourceMgr& rm,
                   const std::string& name) {
   Tensor handle(DT_RESOURCE, TensorShape({}));
@@ -1022,12 +1032,7 @@ class TensorArrayScatterV3Kernel : public OpKernel {
     TensorArray* ta = nullptr;
     OP_REQUIRES_OK(ctx, GetTensorArray(ctx, &ta));
     ScopedUnref unref(ta);
-    OP_REQUIRES(
-        ctx, value.dtype() == ta->dtype(),
-        errors::InvalidArgument("TensorArray ", ta->name(), " has dtype ",
-                                DataTypeString(ta->dtype()),
-                                " but Op is trying to write dtype ",
-                                DataTypeString(value.dtype()), "."));
+    OP_REQUIRES_OK(ctx, CheckWriteDtype(*ta, value.dtype()));
     auto idx = ctx->input(1).flat<int32_t>();
     const std::vector<int32_t> indices(idx.begin(), idx.end());
     int32_t size = 0;
@@ -1232,12 +1237,7 @@ class TensorArraySplitV3Kernel : public OpKernel {
     TensorArray* ta = nullptr;
     OP_REQUIRES_OK(ctx, GetTensorArray(ctx, &ta));
     ScopedUnref unref(ta);
-    OP_REQUIRES(
-        ctx, value.dtype() == ta->dtype(),
-        errors::InvalidArgument("TensorArray ", ta->name(), " has dtype ",
-                                DataTypeString(ta->dtype()),
-                                " but Op is trying to write dtype ",
-                                DataTypeString(value.dtype()), "."));
+    OP_REQUIRES_OK(ctx, CheckWriteDtype(*ta, value.dtype()));
     int32_t size = 0;
     OP_REQUIRES_OK(ctx, ta->Size(&size));
     if (ta->HasDynamicSize() && size < n) size = static_cast<int32_t>(n);

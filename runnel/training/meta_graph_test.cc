@@ -4,7 +4,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 
@@ -16,6 +15,7 @@
 #include "runnel/ops/ops_gen.h"
 #include "runnel/runnel.h"
 #include "testing/op_test_util.h"
+#include "testing/test_files.h"
 
 namespace runnel::training {
 namespace {
@@ -25,34 +25,6 @@ using ::testing::HasSubstr;
 
 const std::string kTf = std::string(RUNNEL_TESTDATA_DIR) + "/tf/";
 const std::string kConv = kTf + "graphs/tf_conv_with_checkpoint/";
-
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::vector<std::string>& dirs() {
-    static auto* d = new std::vector<std::string>;
-    return *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d, ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kTempDirs =
-    ::testing::AddGlobalTestEnvironment(new TempDirs);
-
-std::string TempDir() {
-  std::string tmpl = ::testing::TempDir() + "meta_graph_test_XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  TempDirs::dirs().push_back(tmpl);
-  return tmpl;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::string s;
-  EXPECT_TRUE(ReadFileToString(path, &s).ok()) << path;
-  return s;
-}
 
 std::vector<Tensor> Fetch(Session* s, const std::vector<std::string>& fetches) {
   std::vector<Tensor> out;
@@ -112,7 +84,7 @@ TEST(MetaGraphTest, ImportsTfConvMetaGraphAndRestores) {
   ExpectConvModelRestored(session->get());
 
   // TF's own save nodes, run here, write TF's bytes.
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   auto path = saver->Save(session->get(), dir + "/ckpt", -1, false);
   ASSERT_OK(path.status());
   EXPECT_EQ(ReadFile(DataFilename(*path, 0, 1)),
@@ -308,7 +280,7 @@ TEST(MetaGraphTest, ExportThenImportOurGraph) {
   EXPECT_EQ(VariablesInCollection(*mgd, kTrainableVariablesKey)->size(), 1u);
 
   // Train-ish: set w, save checkpoint and meta graph.
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   ClientSession session(m.root);
   std::vector<Tensor> out;
   ASSERT_OK(session.Run({}, {}, {init}, &out));
@@ -339,7 +311,7 @@ TEST(MetaGraphTest, ExportThenImportOurGraph) {
 // checkpoint, in binary and text form.
 TEST(MetaGraphTest, LoadsSavedModelFromTfFiles) {
   for (bool text : {false, true}) {
-    const std::string dir = TempDir();
+    const std::string dir = MakeTempDir();
     fs::create_directories(dir + "/variables");
     fs::copy_file(kConv + "ckpt.index", dir + "/variables/variables.index");
     fs::copy_file(kConv + "ckpt.data-00000-of-00001",
@@ -383,7 +355,7 @@ TEST(MetaGraphTest, SavedModelRunsInitOpAfterRestore) {
   auto init = GlobalVariablesInitializer(m.root);
   ops::AssignVariableOp(m.root.WithOpName("main_op"), m.counter.handle(), 7);
   ASSERT_OK(m.root.status());
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   ClientSession session(m.root);
   std::vector<Tensor> out;
   ASSERT_OK(session.Run({}, {}, {init}, &out));
@@ -411,7 +383,7 @@ TEST(MetaGraphTest, SavedModelRunsInitOpAfterRestore) {
 }
 
 TEST(MetaGraphTest, Errors) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   SavedModelBundle bundle;
   Status s = LoadSavedModel({}, dir, {"serve"}, &bundle);
   EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;

@@ -4,7 +4,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 
@@ -14,6 +13,7 @@
 #include "runnel/ops/ops_gen.h"
 #include "runnel/runnel.h"
 #include "testing/op_test_util.h"
+#include "testing/test_files.h"
 
 namespace runnel::training {
 namespace {
@@ -23,28 +23,6 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::string kTf = std::string(RUNNEL_TESTDATA_DIR) + "/tf/";
-
-// Temporary directories, removed when the test program ends.
-class TempDirs : public ::testing::Environment {
- public:
-  static std::vector<std::string>& dirs() {
-    static auto* d = new std::vector<std::string>;
-    return *d;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    for (const std::string& d : dirs()) std::filesystem::remove_all(d, ec);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kTempDirs =
-    ::testing::AddGlobalTestEnvironment(new TempDirs);
-
-std::string TempDir() {
-  std::string tmpl = ::testing::TempDir() + "saver_test_XXXXXX";
-  EXPECT_NE(::mkdtemp(tmpl.data()), nullptr);
-  TempDirs::dirs().push_back(tmpl);
-  return tmpl;
-}
 
 Status RunOps(const ClientSession& session, const std::vector<Operation>& ops) {
   std::vector<Tensor> unused;
@@ -64,20 +42,6 @@ void Set(const Scope& root, const ClientSession& session, const Variable& v,
   auto assign = ops::AssignVariableOp(root, v.handle(), value);
   ASSERT_OK(root.status());
   ASSERT_OK(RunOps(session, {assign.operation}));
-}
-
-std::string ReadFile(const std::string& path) {
-  std::string s;
-  EXPECT_TRUE(ReadFileToString(path, &s).ok()) << path;
-  return s;
-}
-
-std::vector<std::string> DirEntries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& e : fs::directory_iterator(dir))
-    out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // A model with two resource variables and an int64 step counter.
@@ -137,7 +101,7 @@ TEST(SaverTest, SaveAndRestoreResourceVariables) {
   Set(m.root, session, m.w, w_saved);
   Set(m.root, session, m.step, Tensor::Scalar<int64_t>(42));
 
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   auto path = saver.Save(&session, dir + "/model.ckpt", 42);
   ASSERT_OK(path.status());
   EXPECT_EQ(*path, dir + "/model.ckpt-42");
@@ -176,7 +140,7 @@ TEST(SaverTest, SaveAndRestoreResourceVariables) {
 
 // A fresh process: new graph, new session, restore instead of init.
 TEST(SaverTest, RestoreIntoFreshSession) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   {
     Model m;
     Saver saver(m.root);
@@ -213,7 +177,7 @@ TEST(SaverTest, RestoresTfHalfPlusTwoIntoRefVariables) {
   EXPECT_EQ(Fetch(session, vars["c"]).scalar<float>(), 3.0f);
 
   // Saving them again writes TF's bytes exactly (data and index).
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   auto path = saver.Save(&session, dir + "/variables", -1, false);
   ASSERT_OK(path.status());
   EXPECT_EQ(
@@ -247,7 +211,7 @@ TEST(SaverTest, MaxToKeepDeletesOldCheckpoints) {
   Saver saver(m.root, opts);
   ClientSession session(m.root);
   ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(m.root)}));
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   for (int step = 1; step <= 4; ++step) {
     ASSERT_OK(saver.Save(&session, dir + "/model.ckpt", step).status());
   }
@@ -283,7 +247,7 @@ TEST(SaverTest, MaxToKeepDeletesOldCheckpoints) {
   SaverOptions all;
   all.max_to_keep = 0;
   Saver keep_all(m.root, all);
-  const std::string dir2 = TempDir();
+  const std::string dir2 = MakeTempDir();
   for (int step = 0; step < 7; ++step) {
     ASSERT_OK(keep_all.Save(&session, dir2 + "/k", step).status());
   }
@@ -301,7 +265,7 @@ TEST(SaverTest, KeepCheckpointEveryNHoursPreservesOldOnes) {
   Saver saver(m.root, opts);
   ClientSession session(m.root);
   ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(m.root)}));
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   for (int step = 1; step <= 3; ++step) {
     ASSERT_OK(saver.Save(&session, dir + "/p", step).status());
   }
@@ -323,7 +287,7 @@ TEST(SaverTest, CorruptCheckpointRestoresNothing) {
   ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(m.root)}));
   Set(m.root, session, m.b, Tensor::FromVector<float>({5, 6, 7}));
   Set(m.root, session, m.step, Tensor::Scalar<int64_t>(3));
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   auto path = saver.Save(&session, dir + "/model.ckpt", 3);
   ASSERT_OK(path.status());
   // Now change the variables: these values must survive failed restores.
@@ -377,7 +341,7 @@ TEST(SaverTest, CorruptCheckpointRestoresNothing) {
 }
 
 TEST(SaverTest, MismatchedCheckpointRestoresNothing) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   {
     // A checkpoint with "dense/bias" of another shape and no "global_step".
     BundleWriter w(dir + "/other");
@@ -430,7 +394,7 @@ TEST(SaverTest, InterruptedSaveLeavesLastCheckpoint) {
   ClientSession session(m.root);
   ASSERT_OK(RunOps(session, {GlobalVariablesInitializer(m.root)}));
   Set(m.root, session, m.step, Tensor::Scalar<int64_t>(10));
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   ASSERT_OK(saver.Save(&session, dir + "/model.ckpt", 10).status());
   // What a crash mid-save of step 20 can leave: a temporary shard directory
   // with a half-written part, and a data file renamed without its index.
@@ -453,7 +417,7 @@ TEST(SaverTest, InterruptedSaveLeavesLastCheckpoint) {
 }
 
 TEST(SaverTest, LatestCheckpointErrors) {
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   EXPECT_EQ(LatestCheckpoint(dir).status().code(), absl::StatusCode::kNotFound);
   ASSERT_OK(WriteStringToFile(dir + "/checkpoint",
                               "model_checkpoint_path: \"gone-1\"\n"));
@@ -516,7 +480,7 @@ TEST(SaverTest, SessionByName) {
   ASSERT_OK((*session)->Run({}, {}, {"init"}, &out));
   Saver by_def(saver.saver_def());
   ASSERT_OK(by_def.status());
-  const std::string dir = TempDir();
+  const std::string dir = MakeTempDir();
   auto path = by_def.Save(session->get(), dir + "/s", 1);
   ASSERT_OK(path.status());
   ASSERT_OK((*session)->Run({}, {}, {"init"}, &out));
