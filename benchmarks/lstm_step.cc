@@ -60,6 +60,7 @@ int Main(int argc, char** argv) {
                       {m.loss}, {m.train}, &out, &metadata),
           "traced step");
     std::map<std::string, std::pair<double, int>> by_op;
+    std::vector<std::pair<double, std::string>> by_node;
     double total = 0;
     for (const auto& dev : metadata.step_stats().dev_stats()) {
       for (const auto& ns : dev.node_stats()) {
@@ -70,6 +71,7 @@ int Main(int argc, char** argv) {
                              : label.substr(eq + 3, label.size() - eq - 5);
         const double ms =
             (ns.op_end_rel_nanos() - ns.op_start_rel_nanos()) / 1e6;
+        by_node.push_back({ms, ns.node_name()});
         by_op[op].first += ms;
         by_op[op].second += 1;
         total += ms;
@@ -84,6 +86,12 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "#   %-32s %8.1f ms  %5d nodes\n",
                    sorted[i].second.c_str(), sorted[i].first,
                    by_op[sorted[i].second].second);
+    }
+    std::sort(by_node.rbegin(), by_node.rend());
+    std::fprintf(stderr, "# slowest nodes:\n");
+    for (size_t i = 0; i < by_node.size() && i < 12; ++i) {
+      std::fprintf(stderr, "#   %8.1f ms  %s\n", by_node[i].first,
+                   by_node[i].second.c_str());
     }
   }
   const char* name = c.sampled_softmax ? "lstm_step_sampled" : "lstm_step";
