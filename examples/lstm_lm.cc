@@ -3,7 +3,8 @@
 //
 //   build/examples/lstm_lm [--epochs 2] [--softmax full|sampled]
 //                          [--num_sampled 512] [--learning_rate 1.0]
-//                          [--max_steps N] [--data_dir DIR]
+//                          [--rnn block|while_loop] [--max_steps N]
+//                          [--data_dir DIR]
 //
 // Text is lower-cased and split into words and punctuation; every fortune
 // ends with <eos>; the 10,000 most frequent tokens form the vocabulary
@@ -36,6 +37,7 @@ struct Flags {
   int num_sampled = 512;
   double learning_rate = 1.0;
   int max_steps = 0;  // 0: no limit.
+  bool while_loop = false;
   std::string data_dir = "/usr/share/games/fortunes";
 };
 
@@ -187,6 +189,7 @@ int Main(int argc, char** argv) {
   config.sampled_softmax = flags.sampled;
   config.num_sampled = flags.num_sampled;
   config.learning_rate = flags.learning_rate;
+  config.while_loop = flags.while_loop;
   const Corpus corpus = BuildCorpus(*fortunes, config.vocab);
   std::printf(
       "fortunes: %zu fortunes, %zu training and %zu validation tokens, "

@@ -1,7 +1,8 @@
 // The word-level LSTM language model of examples/lstm_lm.cc and
 // benchmarks/lstm_step.cc (the OSDI'16 paper's LSTM-512-512, scaled to one
-// layer): embedding → LSTM over the sequence (DynamicRNN, one fused
-// LSTMBlockCell per step) → projection to the vocabulary, trained with the
+// layer): embedding → LSTM over the sequence (DynamicRNN: one fused
+// BlockLSTM op, or a while loop of LSTMBlockCell steps) → projection to the
+// vocabulary, trained with the
 // full softmax or the sampled softmax (losses.h); the full-softmax loss is
 // always built too, for evaluation (perplexity = exp(loss)).
 #ifndef RUNNEL_EXAMPLES_LSTM_LM_MODEL_H_
@@ -27,6 +28,9 @@ struct LstmLmConfig {
   bool sampled_softmax = false;
   int num_sampled = 512;
   double learning_rate = 0.1;  // Plain SGD.
+  // The fused BlockLSTM over the whole sequence, or a while loop of
+  // LSTMBlockCell steps (training::DynamicRNNOptions).
+  bool while_loop = false;
 };
 
 struct LstmLm {
@@ -50,7 +54,12 @@ inline Status BuildLstmLm(const Scope& root, const LstmLmConfig& c, LstmLm* m) {
                                   ops::Const(root, 0));  // [T, B, E]
   training::LSTMCell cell(root, c.embedding, c.hidden);
   training::RNNOutput rnn;
-  RETURN_IF_ERROR(training::DynamicRNN(root, cell, embedded, &rnn));
+  training::DynamicRNNOptions rnn_options;
+  rnn_options.implementation =
+      c.while_loop ? training::DynamicRNNOptions::Implementation::kWhileLoop
+                   : training::DynamicRNNOptions::Implementation::kBlockLSTM;
+  RETURN_IF_ERROR(
+      training::DynamicRNN(root, cell, embedded, &rnn, rnn_options));
   Output flat =
       ops::Reshape(root, rnn.outputs, ops::Const(root, {-1, c.hidden}));
   // Softmax weights [vocab, hidden], as sampled_softmax_loss wants them.

@@ -32,6 +32,31 @@ void LSTMCell::Step(const Scope& scope, const Output& x, const Output& c,
   *new_h = cell.h;
 }
 
+Status LSTMCell::Sequence(const Scope& scope, const Output& inputs,
+                          const Output& time_steps, const Output& c0,
+                          const Output& h0, RNNOutput* out) const {
+  auto zeros = ops::Fill(scope, ops::Const(scope, {num_units_}),
+                         ops::Const(scope, 0.0f));
+  auto block =
+      ops::BlockLSTM(scope, ops::Cast(scope, time_steps, DT_INT64), inputs, c0,
+                     h0, kernel_.value(), zeros, zeros, zeros, bias_.value(),
+                     ops::BlockLSTM::ForgetBias(forget_bias_)
+                         .CellClip(-1.0f)
+                         .UsePeephole(false));
+  out->outputs = block.h;
+  // The state after the last step (T >= 1; for T = 0 the slices are empty
+  // and the initial state would be right, which BlockLSTM cannot return).
+  auto last = ops::Sub(scope, time_steps, 1);
+  auto begin =
+      ops::Pack(scope, {last, ops::Const(scope, 0), ops::Const(scope, 0)});
+  auto size = ops::Const(scope, {1, -1, -1});
+  out->final_c = ops::Squeeze(scope, ops::Slice(scope, block.cs, begin, size),
+                              ops::Squeeze::SqueezeDims({0}));
+  out->final_h = ops::Squeeze(scope, ops::Slice(scope, block.h, begin, size),
+                              ops::Squeeze::SqueezeDims({0}));
+  return scope.status();
+}
+
 Status DynamicRNN(const Scope& scope, const LSTMCell& cell,
                   const Output& inputs, RNNOutput* out,
                   const DynamicRNNOptions& options) {
@@ -45,6 +70,15 @@ Status DynamicRNN(const Scope& scope, const LSTMCell& cell,
                                    in_shape.DebugString());
   }
   const Scope s = scope.NewSubScope("rnn");
+  using Impl = DynamicRNNOptions::Implementation;
+  const bool fused = options.implementation == Impl::kBlockLSTM ||
+                     (options.implementation == Impl::kAuto &&
+                      options.sequence_length.node() == nullptr);
+  if (fused && options.sequence_length.node() != nullptr) {
+    return errors::InvalidArgument(
+        "DynamicRNN: the BlockLSTM implementation has no per-row sequence "
+        "lengths; use the while loop");
+  }
   auto shape = ops::Shape(s, inputs);
   Output time_steps = ops::Squeeze(
       s, ops::Slice(s, shape, ops::Const(s, {0}), ops::Const(s, {1})));
@@ -58,6 +92,8 @@ Status DynamicRNN(const Scope& scope, const LSTMCell& cell,
   Output h0 = options.initial_h.node() != nullptr
                   ? options.initial_h
                   : Output(ops::Fill(s, state_shape, ops::Const(s, 0.0f)));
+
+  if (fused) return cell.Sequence(s, inputs, time_steps, c0, h0, out);
 
   auto input_ta = ops::TensorArrayV3(
       s.WithOpName("input_ta"), time_steps, DT_FLOAT,

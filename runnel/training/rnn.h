@@ -16,6 +16,11 @@
 // Gradients come from AddSymbolicGradients through the loop (Note [Loop
 // gradients] in runnel/graph/control_flow.h) and the TensorArray and
 // LSTMBlockCell gradient functions.
+// Without sequence lengths the whole sequence can instead run as one
+// BlockLSTM op (TF's LSTMBlockFusedCell) with the same weights and results:
+// one GEMM projects the inputs of all steps, each step adds h·W_h, and its
+// gradient computes dW and dx with whole-sequence GEMMs. Measured on the W4
+// workload (lstm_step): see the note of issue 4.
 #ifndef RUNNEL_TRAINING_RNN_H_
 #define RUNNEL_TRAINING_RNN_H_
 
@@ -45,6 +50,10 @@ class LSTMCell {
   // One step: x [B, input_size], c and h [B, num_units] -> new c and h.
   void Step(const Scope& scope, const Output& x, const Output& c,
             const Output& h, Output* new_c, Output* new_h) const;
+  // All `time_steps` steps of inputs [T, B, input_size] as one BlockLSTM.
+  Status Sequence(const Scope& scope, const Output& inputs,
+                  const Output& time_steps, const Output& c0, const Output& h0,
+                  struct RNNOutput* out) const;
 
  private:
   int64_t input_size_, num_units_;
@@ -62,6 +71,12 @@ struct DynamicRNNOptions {
   Output sequence_length;       // [B] int32; null: every row runs all T steps.
   Output initial_c, initial_h;  // [B, num_units]; null: zeros.
   int parallel_iterations = 32;
+  // How the steps run (Note [DynamicRNN]): kAuto takes the fused BlockLSTM
+  // op when every row runs all steps (faster: the input projection of all
+  // steps is one large product, and so is the weight gradient), and the
+  // while loop otherwise.
+  enum class Implementation { kAuto, kWhileLoop, kBlockLSTM };
+  Implementation implementation = Implementation::kAuto;
 };
 
 // Runs `cell` over time-major `inputs` [T, B, input_size] (Note

@@ -103,7 +103,11 @@ TEST(DynamicRNNTest, MatchesTheLstmEquationsAndMasksByLength) {
   }
 }
 
-TEST(DynamicRNNTest, GradientsThroughTheLoop) {
+using Impl = DynamicRNNOptions::Implementation;
+
+class DynamicRNNImplTest : public ::testing::TestWithParam<Impl> {};
+
+TEST_P(DynamicRNNImplTest, Gradients) {
   Scope root = Scope::NewRootScope();
   auto x = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({T, B, D}));
   auto h0 = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({B, H}));
@@ -111,6 +115,7 @@ TEST(DynamicRNNTest, GradientsThroughTheLoop) {
   RNNOutput rnn;
   DynamicRNNOptions options;
   options.initial_h = h0;
+  options.implementation = GetParam();
   ASSERT_OK(DynamicRNN(root, cell, x, &rnn, options));
   // A weighted sum, so every output element matters differently.
   auto y = ops::Sum(
@@ -138,7 +143,7 @@ TEST(DynamicRNNTest, GradientsThroughTheLoop) {
   EXPECT_LT(result.max_error, 2e-2) << result.DebugString();
 }
 
-TEST(DynamicRNNTest, LearnsToRecallTheFirstInput) {
+TEST_P(DynamicRNNImplTest, LearnsToRecallTheFirstInput) {
   // Output at the last step must equal the sign of the first input.
   Scope root = Scope::NewRootScope();
   constexpr int kT = 6, kB = 16;
@@ -148,7 +153,9 @@ TEST(DynamicRNNTest, LearnsToRecallTheFirstInput) {
       ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({kB, 1}));
   LSTMCell cell(root, 1, 8, 1.0f, Initializer::GlorotUniform(3));
   RNNOutput rnn;
-  ASSERT_OK(DynamicRNN(root, cell, x, &rnn));
+  DynamicRNNOptions options;
+  options.implementation = GetParam();
+  ASSERT_OK(DynamicRNN(root, cell, x, &rnn, options));
   Variable w(root, "w", TensorShape({8, 1}), Initializer::GlorotUniform(4));
   auto pred = ops::MatMul(root, rnn.final_h, w);
   auto loss = ops::Mean(root, ops::Square(root, ops::Sub(root, pred, target)),
@@ -177,6 +184,46 @@ TEST(DynamicRNNTest, LearnsToRecallTheFirstInput) {
   EXPECT_LT(last_loss, 0.3f * first_loss)
       << "first " << first_loss << " last " << last_loss;
 }
+
+// The fused BlockLSTM and the while loop compute the same thing.
+TEST(DynamicRNNTest, BlockLSTMMatchesTheWhileLoop) {
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({T, B, D}));
+  auto c0 = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({B, H}));
+  auto h0 = ops::Placeholder(root, DT_FLOAT, ops::Placeholder::Shape({B, H}));
+  LSTMCell cell(root, D, H);
+  RNNOutput loop, block;
+  DynamicRNNOptions options;
+  options.initial_c = c0;
+  options.initial_h = h0;
+  options.implementation = Impl::kWhileLoop;
+  ASSERT_OK(DynamicRNN(root.NewSubScope("loop"), cell, x, &loop, options));
+  options.implementation = Impl::kBlockLSTM;
+  ASSERT_OK(DynamicRNN(root.NewSubScope("block"), cell, x, &block, options));
+  auto init = GlobalVariablesInitializer(root);
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  ASSERT_OK(session.Run({}, {}, {init}, &out));
+  ASSERT_OK(session.Run({{x, RandomFloats({T, B, D}, 21)},
+                         {c0, RandomFloats({B, H}, 22)},
+                         {h0, RandomFloats({B, H}, 23)}},
+                        {loop.outputs, loop.final_c, loop.final_h,
+                         block.outputs, block.final_c, block.final_h},
+                        &out));
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_EQ(out[k].shape(), out[k + 3].shape()) << k;
+    for (int64_t i = 0; i < out[k].NumElements(); ++i) {
+      EXPECT_NEAR(out[k].flat<float>()[i], out[k + 3].flat<float>()[i], 1e-5);
+    }
+  }
+  // Per-row lengths need the loop.
+  options.sequence_length = ops::Const(root, {T, T});
+  EXPECT_EQ(DynamicRNN(root, cell, x, &block, options).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Implementations, DynamicRNNImplTest,
+                         ::testing::Values(Impl::kWhileLoop, Impl::kBlockLSTM));
 
 }  // namespace
 }  // namespace runnel::training
