@@ -80,7 +80,9 @@ Status OpTestCase::RunImpl(bool check_shapes) {
   params.device = TestCpuDevice();
   params.inputs = in_values;
   params.resource_manager = TestCpuDevice()->resource_manager();
-  params.step_resource_manager = TestCpuDevice()->resource_manager();
+  static StepResources* step_resources =
+      new StepResources(TestCpuDevice()->resource_manager());
+  params.step_resources = step_resources;
   OpKernelContext ctx(&params);
   kernel->Compute(&ctx);
   if (!ctx.status().ok()) {

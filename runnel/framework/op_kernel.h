@@ -173,7 +173,7 @@ class OpKernelContext {
     ResourceMgr* resource_manager = nullptr;
     // Resources that live for one step only (TensorArrays, stacks); the
     // session deletes them when the step ends.
-    ResourceMgr* step_resource_manager = nullptr;
+    StepResources* step_resources = nullptr;
     int64_t step_id = 0;
     // Runs a closure on the inter-op pool (for kernels that spawn work).
     std::function<void(std::function<void()>)>* runner = nullptr;
@@ -194,7 +194,8 @@ class OpKernelContext {
   // Per-step resources; may be null outside a session step (kernels then
   // fail with FailedPrecondition).
   ResourceMgr* step_resource_manager() const {
-    return params_->step_resource_manager;
+    return params_->step_resources == nullptr ? nullptr
+                                              : params_->step_resources->Get();
   }
   ThreadPool* intra_op_threadpool() const {
     return params_->device->intra_op_pool();

@@ -8,10 +8,12 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeindex>
 #include <utility>
 
+#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "runnel/base/refcount.h"
@@ -97,6 +99,29 @@ class ResourceMgr {
   mutable absl::Mutex mu_;
   absl::Mutex create_mu_;
   absl::flat_hash_map<std::string, Container> containers_ ABSL_GUARDED_BY(mu_);
+};
+
+// The resources of one step (TensorArrays, stacks), made on first use:
+// most steps have none, and a ResourceMgr costs more than the rest of a
+// one-node step's setup. Thread-safe.
+class StepResources {
+ public:
+  StepResources() = default;
+  // Uses `external` instead (tests that run kernels outside a step).
+  explicit StepResources(ResourceMgr* external) : external_(external) {}
+  StepResources(const StepResources&) = delete;
+  StepResources& operator=(const StepResources&) = delete;
+
+  ResourceMgr* Get() {
+    if (external_ != nullptr) return external_;
+    absl::call_once(once_, [this] { mgr_.emplace(); });
+    return &*mgr_;
+  }
+
+ private:
+  ResourceMgr* external_ = nullptr;
+  absl::once_flag once_;
+  std::optional<ResourceMgr> mgr_;
 };
 
 }  // namespace runnel

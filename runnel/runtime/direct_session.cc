@@ -370,8 +370,8 @@ Status DirectSession::Run(
   args.call_frame = &frame;
   args.cancellation_manager = &cm;
   args.resource_manager = resource_mgr_.get();
-  ResourceMgr step_resources;  // TensorArrays and stacks die with the step.
-  args.step_resource_manager = &step_resources;
+  StepResources step_resources;  // TensorArrays and stacks die with the step.
+  args.step_resources = &step_resources;
   args.stats = collector.get();
 
   int64_t timeout_ms = options.timeout_in_ms();

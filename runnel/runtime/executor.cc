@@ -376,7 +376,27 @@ struct TaggedNode {
 };
 
 using ReadyList = absl::InlinedVector<TaggedNode, 8>;
-using InlineReady = std::deque<TaggedNode>;
+
+// The nodes one thread runs inline, first in first out: a vector consumed
+// from the front and reset when drained, so a long chain of cheap nodes
+// reuses one buffer.
+class InlineReady {
+ public:
+  bool empty() const { return head_ == items_.size(); }
+  void push_back(const TaggedNode& t) { items_.push_back(t); }
+  TaggedNode pop_front() {
+    TaggedNode t = items_[head_++];
+    if (head_ == items_.size()) {
+      items_.clear();
+      head_ = 0;
+    }
+    return t;
+  }
+
+ private:
+  absl::InlinedVector<TaggedNode, 16> items_;
+  size_t head_ = 0;
+};
 using OutputEntries = absl::InlinedVector<Entry, 4>;
 
 }  // namespace
@@ -450,8 +470,7 @@ class ExecutorState {
 
   void RunInline(InlineReady* inline_ready) {
     while (!inline_ready->empty()) {
-      const TaggedNode t = inline_ready->front();
-      inline_ready->pop_front();
+      const TaggedNode t = inline_ready->pop_front();
       RunNode(t, inline_ready);
     }
   }
@@ -589,7 +608,7 @@ class ExecutorState {
     p->call_frame = args_.call_frame;
     p->cancellation_manager = args_.cancellation_manager;
     p->resource_manager = args_.resource_manager;
-    p->step_resource_manager = args_.step_resource_manager;
+    p->step_resources = args_.step_resources;
     p->step_id = args_.step_id;
     p->runner = &runner_;
     p->track_allocations = args_.stats != nullptr;

@@ -62,8 +62,8 @@ class Executor {
     CallFrameInterface* call_frame = nullptr;
     CancellationManager* cancellation_manager = nullptr;
     ResourceMgr* resource_manager = nullptr;
-    ResourceMgr* step_resource_manager = nullptr;  // Per-step resources.
-    StepStatsCollector* stats = nullptr;           // Null unless tracing.
+    StepResources* step_resources = nullptr;  // Per-step resources.
+    StepStatsCollector* stats = nullptr;      // Null unless tracing.
   };
   using DoneCallback = std::function<void(const Status&)>;
 
