@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "examples/lstm_lm_model.h"
 
 namespace runnel::examples {
@@ -164,23 +165,48 @@ void Check(const Status& s, const char* what) {
 
 int Main(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string f = argv[i], v = argv[i + 1];
-    if (f == "--epochs")
-      flags.epochs = std::stoi(v);
-    else if (f == "--softmax")
+  auto usage = [] {
+    std::fprintf(stderr,
+                 "usage: lstm_lm [--epochs N] [--softmax full|sampled] "
+                 "[--num_sampled N] [--learning_rate X] "
+                 "[--rnn block|while_loop] [--max_steps N] [--data_dir DIR]\n");
+    return 2;
+  };
+  for (int i = 1; i < argc; ++i) {
+    std::string f = argv[i], v;
+    if (const size_t eq = f.find('='); eq != std::string::npos) {
+      v = f.substr(eq + 1);
+      f = f.substr(0, eq);
+    } else if (i + 1 < argc) {
+      v = argv[++i];
+    } else {
+      return usage();
+    }
+    bool ok = true;
+    if (f == "--epochs") {
+      ok = absl::SimpleAtoi(v, &flags.epochs) && flags.epochs >= 0;
+    } else if (f == "--softmax") {
+      ok = v == "full" || v == "sampled";
       flags.sampled = v == "sampled";
-    else if (f == "--num_sampled")
-      flags.num_sampled = std::stoi(v);
-    else if (f == "--learning_rate")
-      flags.learning_rate = std::stod(v);
-    else if (f == "--max_steps")
-      flags.max_steps = std::stoi(v);
-    else if (f == "--data_dir")
+    } else if (f == "--num_sampled") {
+      ok = absl::SimpleAtoi(v, &flags.num_sampled) && flags.num_sampled > 0;
+    } else if (f == "--learning_rate") {
+      ok = absl::SimpleAtod(v, &flags.learning_rate) && flags.learning_rate > 0;
+    } else if (f == "--max_steps") {
+      ok = absl::SimpleAtoi(v, &flags.max_steps) && flags.max_steps >= 0;
+    } else if (f == "--rnn") {
+      ok = v == "block" || v == "while_loop";
+      flags.while_loop = v == "while_loop";
+    } else if (f == "--data_dir") {
       flags.data_dir = v;
-    else {
+    } else {
       std::fprintf(stderr, "lstm_lm: unknown flag %s\n", f.c_str());
-      return 2;
+      return usage();
+    }
+    if (!ok) {
+      std::fprintf(stderr, "lstm_lm: bad value for %s: %s\n", f.c_str(),
+                   v.c_str());
+      return usage();
     }
   }
   auto fortunes = ReadFortunes(flags.data_dir);
