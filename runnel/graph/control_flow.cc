@@ -58,15 +58,24 @@ CondContext* ControlFlowInfo::CondOfMerge(int id) const {
 
 namespace {
 
-Node* EnterNode(const Scope& s, const Output& data, const WhileContext& ctx,
+// An Enter of `data` into `ctx`, recorded as running in the parent frame
+// and feeding `ctx` (null on error, recorded in the scope).
+Node* EnterNode(const Scope& s, const Output& data, WhileContext* ctx,
                 bool is_constant) {
-  return grad::MakeOperation(
-             s, "Enter", {data},
-             {{"frame_name", MakeAttrValue(ctx.frame_name)},
-              {"is_constant", MakeAttrValue(is_constant)},
-              {"parallel_iterations",
-               MakeAttrValue(static_cast<int64_t>(ctx.parallel_iterations))}})
-      .node();
+  Node* enter =
+      grad::MakeOperation(
+          s, "Enter", {data},
+          {{"frame_name", MakeAttrValue(ctx->frame_name)},
+           {"is_constant", MakeAttrValue(is_constant)},
+           {"parallel_iterations",
+            MakeAttrValue(static_cast<int64_t>(ctx->parallel_iterations))}})
+          .node();
+  if (enter != nullptr) {
+    ControlFlowInfo* info = ControlFlowInfo::Get(s.graph());
+    info->SetFrame(enter->id(), ctx->parent);
+    info->SetLoopOfEnter(enter->id(), ctx);
+  }
+  return enter;
 }
 
 // Makes `next` the second input of `merge` (built with its Enter twice,
@@ -139,12 +148,8 @@ Status CaptureIntoLoop(WhileContext* ctx, const Output& outer, Output* inner) {
       return absl::OkStatus();
     }
   }
-  Graph* g = ctx->scope.graph();
-  ControlFlowInfo* info = ControlFlowInfo::Get(g);
-  Node* enter = EnterNode(ctx->scope, outer, *ctx, /*is_constant=*/true);
+  Node* enter = EnterNode(ctx->scope, outer, ctx, /*is_constant=*/true);
   RETURN_IF_ERROR(ctx->scope.status());
-  info->SetFrame(enter->id(), ctx->parent);
-  info->SetLoopOfEnter(enter->id(), ctx);
   ctx->captures.push_back({outer, enter});
   *inner = Output(enter, 0);
   return absl::OkStatus();
@@ -155,17 +160,10 @@ namespace {
 // A loop-invariant Enter that is not a capture (gradient bookkeeping:
 // TensorArray handles and flows), so gradients never flow into it.
 StatusOr<Output> EnterInvariant(WhileContext* ctx, const Output& outer) {
-  ControlFlowInfo* info = ControlFlowInfo::Get(ctx->scope.graph());
-  Node* enter = EnterNode(ctx->scope, outer, *ctx, /*is_constant=*/true);
+  Node* enter = EnterNode(ctx->scope, outer, ctx, /*is_constant=*/true);
   RETURN_IF_ERROR(ctx->scope.status());
-  info->SetFrame(enter->id(), ctx->parent);
-  info->SetLoopOfEnter(enter->id(), ctx);  // Not a capture: no gradient.
   return Output(enter, 0);
 }
-
-}  // namespace
-
-namespace {
 
 // Adds a loop variable to a built loop: Enter(init) → Merge → Switch on the
 // loop's LoopCond → Identity, the value the body sees.
@@ -173,10 +171,8 @@ Status AddLoopVariable(WhileContext* ctx, const Output& init, Node** merge,
                        Output* body_value, Node** switch_node) {
   ControlFlowInfo* info = ControlFlowInfo::Get(ctx->scope.graph());
   const Scope& s = ctx->scope;
-  Node* enter = EnterNode(s, init, *ctx, /*is_constant=*/false);
+  Node* enter = EnterNode(s, init, ctx, /*is_constant=*/false);
   RETURN_IF_ERROR(s.status());
-  info->SetFrame(enter->id(), ctx->parent);
-  info->SetLoopOfEnter(enter->id(), ctx);
   Output e(enter, 0);
   *merge = grad::MakeOperationWithLists(s, "Merge", {InputList({e, e})}).node();
   RETURN_IF_ERROR(s.status());
@@ -266,10 +262,8 @@ Status WhileLoop(const Scope& scope, const std::vector<Output>& loop_vars,
   };
 
   for (const Output& v : loop_vars) {
-    Node* enter = EnterNode(ls, v, *ctx, /*is_constant=*/false);
+    Node* enter = EnterNode(ls, v, ctx, /*is_constant=*/false);
     RETURN_IF_ERROR(ls.status());
-    info->SetFrame(enter->id(), ctx->parent);
-    info->SetLoopOfEnter(enter->id(), ctx);
     ctx->enters.push_back(enter);
   }
   std::vector<Output> merged;

@@ -221,6 +221,47 @@ TEST(CondTest, TakesOneBranchWithCapturesAndConstants) {
   EXPECT_EQ(r[1].scalar<float>(), 3.0f);
 }
 
+// A loop on the untaken branch is dead as a whole: its dead Exits reach the
+// Merge when its frame finishes; on the taken branch it runs.
+TEST(CondTest, WhileLoopInsideABranch) {
+  Scope root = Scope::NewRootScope();
+  auto p = ops::Placeholder(root, DT_BOOL);
+  auto n = ops::Placeholder(root, DT_INT32);
+  std::vector<Output> out;
+  ASSERT_OK(Cond(
+      root, p,
+      [&](const Scope& s, std::vector<Output>* o) {
+        std::vector<Output> loop;
+        RETURN_IF_ERROR(WhileLoop(
+            s, {ops::Const(s, 0)},
+            [&](const Scope& s2, const std::vector<Output>& v, Output* pred) {
+              *pred = ops::Less(s2, v[0], n);
+              return s2.status();
+            },
+            [](const Scope& s2, const std::vector<Output>& v,
+               std::vector<Output>* next) {
+              *next = {ops::Add(s2, v[0], 2)};
+              return s2.status();
+            },
+            &loop));
+        *o = {loop[0]};
+        return s.status();
+      },
+      [&](const Scope& s, std::vector<Output>* o) {
+        *o = {ops::Const(s, -1)};
+        return s.status();
+      },
+      &out));
+  ClientSession session(root);
+  std::vector<Tensor> r;
+  for (bool pred : {true, false, true}) {
+    ASSERT_OK(session.Run(
+        {{p, Tensor::Scalar<bool>(pred)}, {n, Tensor::Scalar<int32_t>(7)}},
+        {out[0]}, &r));
+    EXPECT_EQ(r[0].scalar<int32_t>(), pred ? 8 : -1);
+  }
+}
+
 TEST(CondTest, GradientFollowsTheTakenBranch) {
   for (bool pred : {true, false}) {
     SCOPED_TRACE(pred);

@@ -922,32 +922,10 @@ class ExecutorState {
     {
       absl::MutexLock pl(&parent->mu);
       absl::MutexLock fl(&frame->mu);
-      IterationState* is = parent->GetIteration(parent_iter);
+      // A dead Exit delivers dead tokens, like any dead node.
       for (int32_t id : frame->dead_exits) {
-        const NodeItem& exit = plan_.items[id];
-        for (int32_t k = exit.out_begin; k < exit.out_end; ++k) {
-          const OutEdge& oe = plan_.out_edges[k];
-          const NodeItem& dst = plan_.items[oe.dst];
-          int32_t& pending = is->pending[dst.pending_id];
-          int32_t& dead = is->dead_count[dst.pending_id];
-          ++dead;
-          bool dst_dead = true, dst_ready;
-          if (dst.is_merge) {
-            dst_dead = dead == dst.num_inputs;
-            dst_ready = pending == 1 && dst_dead;
-          } else {
-            dst_ready = --pending == 0;
-          }
-          if (dst_ready) {
-            if (dst.is_control_trigger) dst_dead = false;
-            ready->push_back(TaggedNode{oe.dst, parent, parent_iter, dst_dead});
-            ++is->outstanding_ops;
-          }
-        }
-        for (int32_t k = exit.ctrl_begin; k < exit.ctrl_end; ++k) {
-          ActivateControl(plan_.control_out[k], true, parent, parent_iter, is,
-                          ready);
-        }
+        ActivateNodes(plan_.items[id], nullptr, false, parent, parent_iter,
+                      ready);
       }
     }
     {
