@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
+
 namespace runnel {
 
 Status ReadFileToString(const std::string& path, std::string* contents) {
@@ -39,6 +41,19 @@ Status WriteStringToFile(const std::string& path, absl::string_view contents) {
 bool FileExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
+}
+
+Status ValidatePath(absl::string_view path) {
+  if (path.empty()) return errors::InvalidArgument("path is empty");
+  const size_t nul = path.find('\0');
+  if (nul != absl::string_view::npos) {
+    constexpr size_t kShown = 64;
+    return errors::InvalidArgument("path holds a NUL byte at offset ", nul,
+                                   " (of ", path.size(), " bytes): \"",
+                                   absl::CHexEscape(path.substr(0, kShown)),
+                                   path.size() > kShown ? "...\"" : "\"");
+  }
+  return absl::OkStatus();
 }
 
 int64_t NowNanos() {
