@@ -319,6 +319,10 @@ OpDefBuilder& OpDefBuilder::SetShapeFn(ShapeFn fn) {
   shape_fn_ = std::move(fn);
   return *this;
 }
+OpDefBuilder& OpDefBuilder::SetDoesIO() {
+  does_io_ = true;
+  return *this;
+}
 OpDefBuilder& OpDefBuilder::Doc(std::string text) {
   doc_ = std::move(text);
   return *this;
@@ -351,6 +355,7 @@ Status OpDefBuilder::Finalize(OpRegistrationData* data) const {
   }
   data->op_def = std::move(op);
   data->shape_fn = shape_fn_;
+  data->does_io = does_io_;
   return absl::OkStatus();
 }
 
@@ -387,6 +392,11 @@ std::vector<std::string> OpRegistry::ListOps() const {
   std::vector<std::string> names;
   for (const auto& [name, _] : ops_) names.push_back(name);
   return names;
+}
+
+bool OpRegistry::DoesIO(absl::string_view op) const {
+  const OpRegistrationData* d = LookUp(op);
+  return d == nullptr || d->does_io;
 }
 
 register_op::OpDefBuilderReceiver::OpDefBuilderReceiver(const OpDefBuilder& b) {

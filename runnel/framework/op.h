@@ -35,6 +35,11 @@ namespace runnel {
 struct OpRegistrationData {
   OpDef op_def;
   ShapeFn shape_fn;
+  // The op's kernel reaches outside the process's memory: it opens, writes,
+  // lists or deletes files (savers, readers, ReadFile/WriteFile, ...). Kept
+  // here, not in OpDef, so OpDef stays TensorFlow's wire format. Sessions in
+  // untrusted mode refuse such nodes (SessionOptions::untrusted).
+  bool does_io = false;
 };
 
 class OpDefBuilder {
@@ -49,6 +54,10 @@ class OpDefBuilder {
   OpDefBuilder& SetIsAggregate();
   OpDefBuilder& SetAllowsUninitializedInput();
   OpDefBuilder& SetShapeFn(ShapeFn fn);
+  // Marks the op as touching the filesystem or the process (see
+  // OpRegistrationData::does_io). Every such op must say so: untrusted mode
+  // relies on it, and ops_registry_test checks the known ones.
+  OpDefBuilder& SetDoesIO();
   // First line is the summary, the rest the description.
   OpDefBuilder& Doc(std::string text);
 
@@ -59,6 +68,7 @@ class OpDefBuilder {
   std::vector<std::string> inputs_, outputs_, attrs_;
   std::string doc_;
   ShapeFn shape_fn_;
+  bool does_io_ = false;
 };
 
 class OpRegistry {
@@ -72,6 +82,9 @@ class OpRegistry {
   // NotFound with a helpful message if unknown.
   Status LookUpOpDef(absl::string_view op, const OpDef** op_def) const;
   std::vector<std::string> ListOps() const;
+  // True if `op` is registered with SetDoesIO(). An unknown op is reported as
+  // doing I/O (false would let an unregistered name slip through a check).
+  bool DoesIO(absl::string_view op) const;
 
  private:
   std::map<std::string, std::unique_ptr<OpRegistrationData>, std::less<>> ops_;

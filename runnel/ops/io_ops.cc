@@ -78,6 +78,7 @@ REGISTER_OP("SaveV2")
     .Input("tensors: dtypes")
     .Attr("dtypes: list(type)")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn([](InferenceContext* c) {
       return CheckSaveRestoreInputs(c, c->num_inputs() - 3);
     })
@@ -117,6 +118,7 @@ REGISTER_OP("RestoreV2")
     .Output("tensors: dtypes")
     .Attr("dtypes: list(type)")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn([](InferenceContext* c) {
       RETURN_IF_ERROR(CheckSaveRestoreInputs(c, c->num_outputs()));
       // The shapes are in the checkpoint, not the graph.
@@ -171,6 +173,7 @@ REGISTER_OP("MergeV2Checkpoints")
     .Attr("delete_old_dirs: bool = true")
     .Attr("allow_missing_files: bool = false")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn([](InferenceContext* c) {
       PartialTensorShape unused;
       RETURN_IF_ERROR(c->WithRank(0, 1, &unused));

@@ -172,5 +172,90 @@ TEST(OpsRegistryTest, CoreOpsAreRegistered) {
   }
 }
 
+// Untrusted mode (SessionOptions::untrusted) refuses the ops marked
+// SetDoesIO(). Every op whose kernel opens, writes, renames, lists or deletes
+// files must be marked.
+TEST(OpsRegistryTest, FileOpsAreMarkedDoesIO) {
+  const char* kFileOps[] = {
+      "SaveV2",
+      "RestoreV2",
+      "MergeV2Checkpoints",
+      "TFRecordReaderV2",
+      "FixedLengthRecordReaderV2",
+      "TextLineReaderV2",
+      "WholeFileReaderV2",
+  };
+  for (const char* op : kFileOps) {
+    ASSERT_NE(OpRegistry::Global()->LookUp(op), nullptr) << op;
+    EXPECT_TRUE(OpRegistry::Global()->LookUp(op)->does_io) << op;
+    EXPECT_TRUE(OpRegistry::Global()->DoesIO(op)) << op;
+  }
+  // Ops of the same families that open nothing.
+  const char* kHarmless[] = {
+      "Const",           "MatMul",           "ShardedFilename",
+      "ShardedFilespec", "IdentityReaderV2", "ReaderReadV2",
+      "FIFOQueueV2",     "ParseExample"};
+  for (const char* op : kHarmless) {
+    ASSERT_NE(OpRegistry::Global()->LookUp(op), nullptr) << op;
+    EXPECT_FALSE(OpRegistry::Global()->DoesIO(op)) << op;
+  }
+  // An unknown op is reported as doing I/O, so a check cannot be bypassed by
+  // a name the registry does not know.
+  EXPECT_TRUE(OpRegistry::Global()->DoesIO("NoSuchOpAnywhere"));
+}
+
+// Makes a forgotten SetDoesIO() loud: an op whose name suggests files must
+// be marked, or be listed here with the reason it is not.
+TEST(OpsRegistryTest, OpsNamedLikeFileOpsAreMarkedOrExempt) {
+  const char* kHints[] = {"File",   "Save",    "Restore",  "Checkpoint",
+                          "Reader", "Writer",  "Print",    "Load",
+                          "Dump",   "Summary", "Matching", "Directory"};
+  const std::set<std::string> kExempt = {
+      // Strings only: format shard names, open nothing.
+      "ShardedFilename",
+      "ShardedFilespec",
+      // Returns its work items as strings; opens nothing.
+      "IdentityReaderV2",
+      // Verbs on a reader handle: the reader that a (marked) constructor op
+      // made opens the files.
+      "ReaderReadV2",
+      "ReaderReadUpToV2",
+      "ReaderNumRecordsProducedV2",
+      "ReaderNumWorkUnitsCompletedV2",
+      "ReaderResetV2",
+  };
+  std::vector<std::string> unmarked;
+  for (const std::string& name : OpRegistry::Global()->ListOps()) {
+    bool hinted = false;
+    for (const char* h : kHints) hinted |= name.find(h) != std::string::npos;
+    if (!hinted || kExempt.count(name)) continue;
+    if (!OpRegistry::Global()->DoesIO(name)) unmarked.push_back(name);
+  }
+  EXPECT_TRUE(unmarked.empty())
+      << "mark with SetDoesIO() (or exempt here, with the reason): "
+      << absl::StrJoin(unmarked, ", ");
+}
+
+// The marker lives beside the OpDef, not in it: an OpDef is TensorFlow's
+// wire format and must be the same with or without it.
+TEST(OpsRegistryTest, DoesIOLeavesTheOpDefUnchanged) {
+  OpRegistrationData plain, marked;
+  ASSERT_TRUE(OpDefBuilder("RegistryTestIO")
+                  .Input("path: string")
+                  .SetIsStateful()
+                  .Finalize(&plain)
+                  .ok());
+  ASSERT_TRUE(OpDefBuilder("RegistryTestIO")
+                  .Input("path: string")
+                  .SetIsStateful()
+                  .SetDoesIO()
+                  .Finalize(&marked)
+                  .ok());
+  EXPECT_FALSE(plain.does_io);
+  EXPECT_TRUE(marked.does_io);
+  EXPECT_EQ(plain.op_def.SerializeAsString(),
+            marked.op_def.SerializeAsString());
+}
+
 }  // namespace
 }  // namespace runnel

@@ -156,6 +156,15 @@ class ReaderBase : public ResourceBase {
   int64_t num_work_units_completed() const { return work_finished_.load(); }
 
  protected:
+  // For readers whose work items are file names: InvalidArgument, naming the
+  // reader, if current_work() is not a usable path (a NUL byte would cut the
+  // name handed to open(); see ValidatePath).
+  Status ValidateWorkPath() const {
+    Status s = ValidatePath(work_);
+    if (s.ok()) return s;
+    return errors::Prefix(s, absl::StrCat(kind_, " '", name_, "': "));
+  }
+
   // Subclasses: open current_work(); read one record (key, value) or
   // report the end; release the file.
   virtual Status OnWorkStarted() = 0;
@@ -254,6 +263,7 @@ class TFRecordReader : public ReaderBase {
 
  protected:
   Status OnWorkStarted() override {
+    RETURN_IF_ERROR(ValidateWorkPath());
     ASSIGN_OR_RETURN(reader_, RecordReader::Open(current_work(), compression_));
     return absl::OkStatus();
   }
@@ -295,6 +305,7 @@ class FixedLengthRecordReader : public ReaderBase {
 
  protected:
   Status OnWorkStarted() override {
+    RETURN_IF_ERROR(ValidateWorkPath());
     ASSIGN_OR_RETURN(auto in,
                      OpenRecordInputStream(current_work(), compression_));
     window_ = std::make_unique<ByteWindow>(std::move(in));
@@ -342,6 +353,7 @@ class TextLineReader : public ReaderBase {
 
  protected:
   Status OnWorkStarted() override {
+    RETURN_IF_ERROR(ValidateWorkPath());
     ASSIGN_OR_RETURN(auto in, OpenRecordInputStream(current_work()));
     window_ = std::make_unique<ByteWindow>(std::move(in));
     line_number_ = 0;
@@ -408,7 +420,7 @@ class WholeFileReader : public ReaderBase {
       : ReaderBase(std::move(name), "WholeFileReader", "") {}
 
  protected:
-  Status OnWorkStarted() override { return absl::OkStatus(); }
+  Status OnWorkStarted() override { return ValidateWorkPath(); }
   Status ReadRecord(tstring* key, tstring* value, bool* produced,
                     bool* at_end) override {
     RETURN_IF_ERROR(ReadFileToString(current_work(), value));
@@ -505,6 +517,7 @@ REGISTER_OP("TFRecordReaderV2")
     .Attr("shared_name: string = ''")
     .Attr("compression_type: string = ''")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn(shape_fns::ScalarShape)
     .Doc(absl::StrCat(
         "A Reader that outputs the records of TFRecord files.\n"
@@ -546,6 +559,7 @@ REGISTER_OP("FixedLengthRecordReaderV2")
     .Attr("shared_name: string = ''")
     .Attr("encoding: string = ''")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn(shape_fns::ScalarShape)
     .Doc(absl::StrCat(
         "A Reader that outputs fixed-length records from files.\n"
@@ -598,6 +612,7 @@ REGISTER_OP("TextLineReaderV2")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn(shape_fns::ScalarShape)
     .Doc(absl::StrCat(
         "A Reader that outputs the lines of files, without the newline.\n"
@@ -632,6 +647,7 @@ REGISTER_OP("WholeFileReaderV2")
     .Attr("container: string = ''")
     .Attr("shared_name: string = ''")
     .SetIsStateful()
+    .SetDoesIO()
     .SetShapeFn(shape_fns::ScalarShape)
     .Doc(absl::StrCat(
         "A Reader that outputs the entire contents of a file as a value.\n"
@@ -649,6 +665,8 @@ class SimpleReaderOpKernel : public ReaderOpKernel {
 REGISTER_KERNEL_BUILDER(Name("WholeFileReaderV2").Device(kDeviceCpu),
                         SimpleReaderOpKernel<WholeFileReader>);
 
+// Not SetDoesIO(), unlike the other readers: its work items come back as
+// strings and are never opened.
 REGISTER_OP("IdentityReaderV2")
     .Output("reader_handle: resource")
     .Attr("container: string = ''")
@@ -665,6 +683,10 @@ REGISTER_KERNEL_BUILDER(Name("IdentityReaderV2").Device(kDeviceCpu),
 
 // ---------------------------------------------------------------------------
 // Verbs on readers.
+//
+// These are not SetDoesIO(): they act on a reader handle, and the files they
+// read are opened by the reader a file-reading constructor op made (those
+// are marked), so refusing the constructors refuses every file access.
 
 // The resource (a reader or a queue) whose handle is input `input`.
 template <typename T>

@@ -189,6 +189,44 @@ TEST(ReaderSessionTest, WaitingReadTimesOut) {
   EXPECT_EQ(out[0].scalar<tstring>(), kImagenet + ":0");
 }
 
+// A NUL byte in a file name would cut the name handed to open() ("x\0y"
+// would read "x"). Every reader of files refuses such a name, naming the
+// reader, and reads the next (good) name as usual.
+TEST(ReaderSessionTest, FileNamesWithANulByteAreRefused) {
+  const std::string path = ::testing::TempDir() + "/reader_nul_test.txt";
+  ASSERT_OK(WriteStringToFile(path, "line\n"));
+  const std::string bad = path + std::string("\0.ignored", 9);
+  Scope root = Scope::NewRootScope();
+  FileQueue files(root);
+  std::vector<std::pair<std::string, Output>> readers = {
+      {"WholeFileReader", ops::WholeFileReaderV2(root.WithOpName("whole"))},
+      {"TextLineReader", ops::TextLineReaderV2(root.WithOpName("lines"))},
+      {"TFRecordReader", ops::TFRecordReaderV2(root.WithOpName("records"))},
+      {"FixedLengthRecordReader",
+       ops::FixedLengthRecordReaderV2(root.WithOpName("fixed"), 1)},
+  };
+  std::vector<ops::ReaderReadV2> reads;
+  for (const auto& [kind, reader] : readers) {
+    reads.push_back(ops::ReaderReadV2(root, reader, files.queue));
+  }
+  ClientSession s(root);
+  Tensors out;
+  for (size_t i = 0; i < readers.size(); ++i) {
+    ASSERT_OK(files.Enqueue(s, {bad}));
+    const Status st = s.Run({reads[i].value}, &out);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+    EXPECT_NE(
+        st.message().find("NUL byte at offset " + std::to_string(path.size())),
+        std::string::npos)
+        << st;
+    EXPECT_NE(st.message().find(readers[i].first), std::string::npos) << st;
+  }
+  // The same name without the NUL reads the file.
+  ASSERT_OK(files.Enqueue(s, {path}));
+  ASSERT_OK(s.Run({reads[0].value}, &out));
+  EXPECT_EQ(out[0].scalar<tstring>(), "line\n");
+}
+
 // The Fashion-MNIST pipeline the TFRecord examples use, on records in the
 // converter's format (tools/fashion_mnist_to_tfrecord.cc): the decoded
 // pixels and labels must equal the IDX data.

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/devices/cpu_device.h"
+#include "runnel/framework/op.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/prune.h"
 #include "runnel/runtime/device_mgr.h"
@@ -15,6 +16,39 @@
 #include "runnel/runtime/session.h"
 
 namespace runnel {
+
+Status CheckUntrustedGraph(const GraphDef& graph,
+                           const SessionOptions& options) {
+  const absl::flat_hash_set<std::string> ops(options.allowed_io_ops.begin(),
+                                             options.allowed_io_ops.end());
+  const absl::flat_hash_set<std::string> nodes(options.allowed_io_nodes.begin(),
+                                               options.allowed_io_nodes.end());
+  // Unknown ops are the import's to reject; here only marked ones count.
+  auto does_io = [&](const NodeDef& n) {
+    const OpRegistrationData* d = OpRegistry::Global()->LookUp(n.op());
+    return d != nullptr && d->does_io && !ops.contains(n.op());
+  };
+  auto refuse = [](const NodeDef& n, absl::string_view where) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "node '", n.name(), "' (", n.op(), ")", where,
+        " touches the filesystem; refused in untrusted mode (allow it with "
+        "SessionOptions::allowed_io_ops / allowed_io_nodes, or `runnel run "
+        "--allow_io` for a trusted graph)"));
+  };
+  for (const NodeDef& n : graph.node()) {
+    if (does_io(n) && !nodes.contains(n.name())) return refuse(n, "");
+  }
+  for (const FunctionDef& f : graph.library().function()) {
+    for (const NodeDef& n : f.node_def()) {
+      if (does_io(n)) {
+        return refuse(
+            n, absl::StrCat(" in function '", f.signature().name(), "'"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 // Feeds in, fetches out, for one step.
@@ -78,6 +112,8 @@ class DirectSession : public Session {
       return errors::AlreadyExists(
           "session already has a graph; use Extend to add nodes");
     }
+    if (options_.untrusted)
+      RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
     has_graph_ = true;
     return absl::OkStatus();
@@ -86,6 +122,8 @@ class DirectSession : public Session {
   Status Extend(const GraphDef& graph) override {
     absl::MutexLock l(&graph_mu_);
     RETURN_IF_ERROR(CheckNotClosed());
+    if (options_.untrusted)
+      RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
     has_graph_ = true;
     return absl::OkStatus();

@@ -32,7 +32,33 @@ namespace runnel {
 
 struct SessionOptions {
   ConfigProto config;
+
+  // Untrusted mode, for graphs from someone who should not reach this
+  // process's files (a GraphDef downloaded, uploaded, fuzzed). Create and
+  // Extend refuse, before adding anything, every node whose op is marked
+  // SetDoesIO() (savers, restores, checkpoint merges, file readers: ops that
+  // open, write, rename or delete files) unless its op is in
+  // `allowed_io_ops` or its name is in `allowed_io_nodes`; the error is
+  // PermissionDenied and names the first such node and its op. Nodes in
+  // GraphDef.library functions are checked the same way (only
+  // `allowed_io_ops` applies to them). Nodes of unregistered ops are left to
+  // the import, which rejects them (NotFound).
+  //
+  // Untrusted mode does not bound time: a graph may loop forever. Set
+  // RunOptions.timeout_in_ms or config.operation_timeout_in_ms as well (the
+  // CLI defaults to 60 s). See SECURITY.md for what is and is not promised.
+  bool untrusted = false;
+  // Op types, e.g. "RestoreV2", and node names, e.g. "save/RestoreV2".
+  std::vector<std::string> allowed_io_ops;
+  std::vector<std::string> allowed_io_nodes;
 };
+
+// The check untrusted mode runs in Create and Extend, for callers that vet a
+// graph without making a session (it runs whatever `options.untrusted`
+// says): OK if `graph` holds no refused node, PermissionDenied naming the
+// first one otherwise.
+Status CheckUntrustedGraph(const GraphDef& graph,
+                           const SessionOptions& options);
 
 class Session {
  public:
