@@ -3,33 +3,57 @@
 //   runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... [--target
 //   NODE]...
 //                    [--init NODE]... [--repeat N] [--json]
+//                    [--allow_io | --untrusted] [--timeout_ms N]
+//                    [--max_graph_bytes N]
+//   runnel inspect GRAPH [--max_graph_bytes N]
+//   runnel ops
 //
 // `--init` nodes run once first (e.g. a variable initializer); then the
 // targets and fetches run N times in one session (training from the command
 // line), and the fetches of the last run are printed.
-//   runnel inspect GRAPH
-//   runnel ops
 //
-// GRAPH is a binary (.pb) or text (.pbtxt) GraphDef. A feed VALUE is a
-// number, true/false, a quoted string, or a nested list like [[1,2],[3,4]];
-// its dtype comes from the fed node's output and its shape from the list's
-// nesting (a single value fills a placeholder whose shape has one element).
-// Errors go to stderr with exit status 1 (2 for usage errors).
+// GRAPH is a binary (.pb) or text (.pbtxt) GraphDef, a regular file of at
+// most --max_graph_bytes (default 1 GiB). A feed VALUE is a number,
+// true/false, a quoted string, or a nested list like [[1,2],[3,4]]
+// (tools/feed_parser.h); its dtype comes from the fed node's output and its
+// shape from the list's nesting (a single value fills a placeholder whose
+// shape has one element).
+//
+// Note [Untrusted by default]
+// A graph named on the command line is untrusted unless --allow_io says
+// otherwise: `run` makes its session with SessionOptions::untrusted, so a
+// node whose op touches the filesystem (SaveV2, RestoreV2, the file readers,
+// ...) is refused before anything runs, and every step is bounded by
+// --timeout_ms (60000 by default; 0 means no bound), since a mutated loop
+// condition can loop forever. --untrusted spells the default out. Checkpoint
+// paths named on the command line stay allowed: a SaveV2, RestoreV2 or
+// MergeV2Checkpoints node whose path inputs are all fed with --feed reads
+// and writes only where the user said, so it is allowed (those feeds are
+// given to the --init steps too, so the graph's own path is never used).
+// --allow_io trusts the graph: all I/O ops run and there is no default
+// timeout (--timeout_ms still applies when given).
+//
+// Errors go to stderr with exit status 1 (2 for usage errors); a step that
+// runs past its timeout is an error like any other (DeadlineExceeded).
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <set>
 #include <string>
+#include <system_error>
 #include <vector>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/strip.h"
+#include "runnel/base/env.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/tensor_id.h"
 #include "runnel/runtime/session.h"
+#include "tools/feed_parser.h"
 
 namespace runnel {
 namespace {
@@ -38,8 +62,16 @@ int Usage() {
   std::cerr << "usage:\n"
                "  runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... "
                "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
-               "  runnel inspect GRAPH\n"
-               "  runnel ops\n";
+               "             [--allow_io | --untrusted] [--timeout_ms N] "
+               "[--max_graph_bytes N]\n"
+               "  runnel inspect GRAPH [--max_graph_bytes N]\n"
+               "  runnel ops\n"
+               "run treats GRAPH as untrusted unless --allow_io: ops that "
+               "touch files are refused\n"
+               "(except checkpoint ops whose paths are --feed values) and "
+               "each step times out\n"
+               "after --timeout_ms (default 60000; 0: none). See "
+               "SECURITY.md.\n";
   return 2;
 }
 
@@ -49,174 +81,81 @@ int Fail(const Status& s) {
 }
 
 // ---------------------------------------------------------------------------
-// Parsing feed values
+// Reading graphs
 
-struct Literal {
-  std::vector<std::string> leaves;  // Scalar tokens in row-major order.
-  std::vector<int64_t> shape;
-};
+constexpr int64_t kDefaultMaxGraphBytes = int64_t{1} << 30;
 
-class LiteralParser {
- public:
-  explicit LiteralParser(absl::string_view s) : s_(s) {}
-
-  Status Parse(Literal* out) {
-    std::vector<int64_t> shape;
-    RETURN_IF_ERROR(Value(0, out));
-    SkipSpace();
-    if (pos_ != s_.size()) return Error("unexpected text");
-    return absl::OkStatus();
-  }
-
- private:
-  Status Value(int depth, Literal* out) {
-    SkipSpace();
-    if (pos_ < s_.size() && s_[pos_] == '[') {
-      ++pos_;
-      int64_t count = 0;
-      SkipSpace();
-      if (pos_ < s_.size() && s_[pos_] == ']') {
-        ++pos_;
-        return SetDim(depth, 0, out, /*is_leaf_level=*/true);
-      }
-      for (;;) {
-        RETURN_IF_ERROR(Value(depth + 1, out));
-        ++count;
-        SkipSpace();
-        if (pos_ < s_.size() && s_[pos_] == ',') {
-          ++pos_;
-          continue;
-        }
-        if (pos_ < s_.size() && s_[pos_] == ']') {
-          ++pos_;
-          break;
-        }
-        return Error("expected ',' or ']'");
-      }
-      return SetDim(depth, count, out, false);
+// ReadGraphDefFile, after checks on what the path names: a regular file
+// (not a directory, FIFO or device, which could be read forever) of at most
+// `max_bytes`. Errors name the file.
+Status ReadGraphFile(const std::string& path, int64_t max_bytes,
+                     GraphDef* gdef) {
+  RETURN_IF_ERROR(errors::Prefix(ValidatePath(path), "graph file name: "));
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status)) {
+    if (!std::filesystem::is_regular_file(status)) {
+      return errors::InvalidArgument("graph file '", path,
+                                     "' is not a regular file");
     }
-    // A scalar token: a quoted string or a bare word.
-    if (leaf_depth_ >= 0 && leaf_depth_ != depth)
-      return Error("ragged nested list");
-    leaf_depth_ = depth;
-    if (pos_ < s_.size() && (s_[pos_] == '"' || s_[pos_] == '\'')) {
-      const char q = s_[pos_++];
-      size_t end = s_.find(q, pos_);
-      if (end == absl::string_view::npos) return Error("unterminated string");
-      out->leaves.emplace_back(s_.substr(pos_ - 1, end - pos_ + 2));
-      pos_ = end + 1;
-      return absl::OkStatus();
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size > static_cast<uintmax_t>(max_bytes)) {
+      return errors::ResourceExhausted("graph file '", path, "' is ", size,
+                                       " bytes, more than the limit of ",
+                                       max_bytes,
+                                       " (raise it with --max_graph_bytes)");
     }
-    size_t start = pos_;
-    while (pos_ < s_.size() && s_[pos_] != ',' && s_[pos_] != ']' &&
-           s_[pos_] != '[' && s_[pos_] != ' ') {
-      ++pos_;
-    }
-    if (start == pos_) return Error("expected a value");
-    out->leaves.emplace_back(s_.substr(start, pos_ - start));
-    return absl::OkStatus();
   }
-
-  Status SetDim(int depth, int64_t n, Literal* out, bool empty) {
-    if (static_cast<int>(dims_.size()) <= depth) dims_.resize(depth + 1, -1);
-    if (dims_[depth] >= 0 && dims_[depth] != n)
-      return Error("ragged nested list");
-    dims_[depth] = n;
-    if (empty) {
-      if (leaf_depth_ >= 0 && leaf_depth_ != depth + 1)
-        return Error("ragged nested list");
-      leaf_depth_ = depth + 1;
-    }
-    out->shape.assign(dims_.begin(), dims_.end());
-    return absl::OkStatus();
-  }
-
-  void SkipSpace() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
-  }
-  Status Error(absl::string_view what) const {
-    return errors::InvalidArgument("cannot parse value '", s_, "' at offset ",
-                                   pos_, ": ", what);
-  }
-
-  absl::string_view s_;
-  size_t pos_ = 0;
-  std::vector<int64_t> dims_;
-  int leaf_depth_ = -1;
-};
-
-template <typename T>
-bool ParseNumber(absl::string_view tok, T* out) {
-  if constexpr (std::is_same_v<T, bool>) {
-    if (tok == "true" || tok == "1") return *out = true, true;
-    if (tok == "false" || tok == "0") return *out = false, true;
-    return false;
-  } else if constexpr (std::is_floating_point_v<T>) {
-    double d;
-    if (!absl::SimpleAtod(tok, &d)) return false;
-    *out = static_cast<T>(d);
-    return true;
-  } else {
-    int64_t v;
-    if (!absl::SimpleAtoi(tok, &v)) return false;
-    if (v < static_cast<int64_t>(std::numeric_limits<T>::lowest()) ||
-        static_cast<uint64_t>(std::max<int64_t>(v, 0)) >
-            static_cast<uint64_t>(std::numeric_limits<T>::max())) {
-      return false;
-    }
-    *out = static_cast<T>(v);
-    return true;
-  }
+  return ReadGraphDefFile(path, gdef);
 }
 
-StatusOr<Tensor> MakeFeed(const std::string& name, const std::string& text,
-                          DataType dtype, const PartialTensorShape& declared) {
-  Literal lit;
-  RETURN_IF_ERROR(LiteralParser(text).Parse(&lit));
-  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(lit.shape));
-  // A single value for a placeholder declared with one element ([1], [1,1]).
-  if (shape.dims() == 0 && declared.IsFullyDefined() &&
-      declared.num_elements() == 1) {
-    ASSIGN_OR_RETURN(shape, declared.AsTensorShape());
-  }
-  ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(cpu_allocator(), dtype, shape));
-  Status status;
-  auto bad = [&](const std::string& tok) {
-    return errors::InvalidArgument("feed '", name, "': '", tok,
-                                   "' is not a valid ", DataTypeString(dtype));
-  };
-  if (dtype == DT_STRING) {
-    for (size_t i = 0; i < lit.leaves.size(); ++i) {
-      absl::string_view tok = lit.leaves[i];
-      if (tok.size() >= 2 && (tok[0] == '"' || tok[0] == '\''))
-        tok = tok.substr(1, tok.size() - 2);
-      t.flat<tstring>()[i] = std::string(tok);
+// Parses "--max_graph_bytes N".
+bool ParseMaxGraphBytes(const std::string& v, int64_t* out) {
+  return absl::SimpleAtoi(v, out) && *out > 0;
+}
+
+// ---------------------------------------------------------------------------
+// Untrusted mode (Note [Untrusted by default])
+
+constexpr int64_t kUntrustedTimeoutMs = 60000;
+
+// The inputs of a checkpoint op that name files (SaveV2/RestoreV2: the
+// prefix; MergeV2Checkpoints: the source and destination prefixes).
+std::vector<int> PathInputs(const std::string& op) {
+  if (op == "SaveV2" || op == "RestoreV2") return {0};
+  if (op == "MergeV2Checkpoints") return {0, 1};
+  return {};
+}
+
+// The checkpoint nodes of `gdef` whose path inputs are all fed (`fed[i]` is
+// the tensor feed i replaces): their paths come from the command line, so
+// untrusted mode allows them. Adds the feeds they use to `path_feeds`.
+std::vector<std::string> NodesWithFedPaths(const GraphDef& gdef,
+                                           const std::vector<TensorId>& fed,
+                                           std::set<size_t>* path_feeds) {
+  auto feed_of = [&](const std::string& input) -> int {
+    auto id = ParseTensorName(input);
+    if (!id.ok() || id->IsControl()) return -1;
+    for (size_t f = 0; f < fed.size(); ++f) {
+      if (fed[f] == *id) return static_cast<int>(f);
     }
-    return t;
+    return -1;
+  };
+  std::vector<std::string> nodes;
+  for (const NodeDef& n : gdef.node()) {
+    const std::vector<int> paths = PathInputs(n.op());
+    if (paths.empty()) continue;
+    std::vector<size_t> feeds;
+    for (int i : paths) {
+      const int f = i < n.input_size() ? feed_of(n.input(i)) : -1;
+      if (f < 0) break;
+      feeds.push_back(static_cast<size_t>(f));
+    }
+    if (feeds.size() != paths.size()) continue;
+    nodes.push_back(n.name());
+    path_feeds->insert(feeds.begin(), feeds.end());
   }
-  const bool ok =
-      DispatchNumeric(dtype,
-                      [&]<typename T>() {
-                        for (size_t i = 0; i < lit.leaves.size() && status.ok();
-                             ++i) {
-                          if (!ParseNumber<T>(lit.leaves[i], &t.flat<T>()[i]))
-                            status = bad(lit.leaves[i]);
-                        }
-                      }) ||
-      (dtype == DT_BOOL && [&] {
-        for (size_t i = 0; i < lit.leaves.size() && status.ok(); ++i) {
-          if (!ParseNumber<bool>(lit.leaves[i], &t.flat<bool>()[i]))
-            status = bad(lit.leaves[i]);
-        }
-        return true;
-      }());
-  if (!ok) {
-    return errors::InvalidArgument("feed '", name, "': cannot feed dtype ",
-                                   DataTypeString(dtype),
-                                   " from the command line");
-  }
-  RETURN_IF_ERROR(status);
-  return t;
+  return nodes;
 }
 
 // ---------------------------------------------------------------------------
@@ -276,13 +215,30 @@ std::string JsonTensor(const Tensor& t) {
 // ---------------------------------------------------------------------------
 // Commands
 
+// The message for a failed step; a timeout says how to change the bound.
+int FailStep(const Status& s, bool default_timeout) {
+  if (absl::IsDeadlineExceeded(s)) {
+    std::cerr << "runnel: " << s << "\nrunnel: "
+              << (default_timeout
+                      ? absl::StrCat("untrusted graphs get a ",
+                                     kUntrustedTimeoutMs,
+                                     " ms step bound by default")
+                      : std::string("the step bound came from --timeout_ms"))
+              << "; set another with --timeout_ms N (0: none)\n";
+    return 1;
+  }
+  return Fail(s);
+}
+
 int Run(const std::vector<std::string>& args) {
   if (args.empty()) return Usage();
   std::string graph_path;
   std::vector<std::pair<std::string, std::string>> feed_text;
   std::vector<std::string> fetches, targets, inits;
-  bool json = false;
+  bool json = false, allow_io = false, untrusted_flag = false;
   int64_t repeat = 1;
+  int64_t timeout_ms = -1;  // -1: the mode's default.
+  int64_t max_graph_bytes = kDefaultMaxGraphBytes;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) {
@@ -293,6 +249,10 @@ int Run(const std::vector<std::string>& args) {
     std::string v;
     if (a == "--json") {
       json = true;
+    } else if (a == "--allow_io") {
+      allow_io = true;
+    } else if (a == "--untrusted") {
+      untrusted_flag = true;
     } else if (a == "--feed" && value(&v)) {
       size_t eq = v.find('=');
       if (eq == std::string::npos) {
@@ -311,6 +271,18 @@ int Run(const std::vector<std::string>& args) {
         std::cerr << "runnel: --repeat wants a positive count\n";
         return 2;
       }
+    } else if (a == "--timeout_ms" && value(&v)) {
+      if (!absl::SimpleAtoi(v, &timeout_ms) || timeout_ms < 0 ||
+          timeout_ms > std::numeric_limits<int32_t>::max()) {
+        std::cerr << "runnel: --timeout_ms wants milliseconds, 0 to "
+                  << std::numeric_limits<int32_t>::max() << " (0: none)\n";
+        return 2;
+      }
+    } else if (a == "--max_graph_bytes" && value(&v)) {
+      if (!ParseMaxGraphBytes(v, &max_graph_bytes)) {
+        std::cerr << "runnel: --max_graph_bytes wants a positive size\n";
+        return 2;
+      }
     } else if (!a.empty() && a[0] != '-' && graph_path.empty()) {
       graph_path = a;
     } else {
@@ -319,16 +291,26 @@ int Run(const std::vector<std::string>& args) {
     }
   }
   if (graph_path.empty()) return Usage();
+  if (allow_io && untrusted_flag) {
+    std::cerr << "runnel: --allow_io and --untrusted contradict each other\n";
+    return 2;
+  }
   if (fetches.empty() && targets.empty()) {
     std::cerr << "runnel: nothing to run: give --fetch or --target\n";
     return 2;
   }
+  const bool untrusted = !allow_io;
+  const bool default_timeout = timeout_ms < 0;
+  if (default_timeout) timeout_ms = untrusted ? kUntrustedTimeoutMs : 0;
+
   GraphDef gdef;
-  if (Status s = ReadGraphDefFile(graph_path, &gdef); !s.ok()) return Fail(s);
+  if (Status s = ReadGraphFile(graph_path, max_graph_bytes, &gdef); !s.ok())
+    return Fail(s);
   Graph graph;
   if (Status s = ImportGraphDef(gdef, &graph); !s.ok()) return Fail(s);
 
   std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<TensorId> fed;
   for (const auto& [name, text] : feed_text) {
     auto id = ParseTensorName(name);
     if (!id.ok()) return Fail(id.status());
@@ -345,22 +327,41 @@ int Run(const std::vector<std::string>& args) {
     if (!GetAttr(n->attrs(), "shape", &declared).ok())
       declared = PartialTensorShape();
     auto t =
-        MakeFeed(name, text, BaseType(n->output_type(id->index)), declared);
-    if (!t.ok()) return Fail(t.status());
+        ParseFeedValue(text, BaseType(n->output_type(id->index)), declared);
+    if (!t.ok()) {
+      return Fail(
+          errors::Prefix(t.status(), absl::StrCat("feed '", name, "': ")));
+    }
     feeds.emplace_back(name, std::move(*t));
+    fed.push_back(*id);
   }
 
-  auto session = NewSession();
+  SessionOptions options;
+  options.untrusted = untrusted;
+  std::set<size_t> path_feeds;
+  if (untrusted) {
+    options.allowed_io_nodes = NodesWithFedPaths(gdef, fed, &path_feeds);
+  }
+  // The --init steps get the feeds that name checkpoint paths, so that an
+  // allowed node never runs with the graph's own path.
+  std::vector<std::pair<std::string, Tensor>> init_feeds;
+  for (size_t f : path_feeds) init_feeds.push_back(feeds[f]);
+
+  auto session = NewSession(options);
   if (!session.ok()) return Fail(session.status());
   if (Status s = (*session)->Create(gdef); !s.ok()) return Fail(s);
+  RunOptions run_options;
+  run_options.set_timeout_in_ms(timeout_ms);
   std::vector<Tensor> outputs;
   if (!inits.empty()) {
-    if (Status s = (*session)->Run({}, {}, inits, nullptr); !s.ok())
-      return Fail(s);
+    Status s =
+        (*session)->Run(run_options, init_feeds, {}, inits, nullptr, nullptr);
+    if (!s.ok()) return FailStep(s, default_timeout);
   }
   for (int64_t r = 0; r < repeat; ++r) {
-    if (Status s = (*session)->Run(feeds, fetches, targets, &outputs); !s.ok())
-      return Fail(s);
+    Status s = (*session)->Run(run_options, feeds, fetches, targets, &outputs,
+                               nullptr);
+    if (!s.ok()) return FailStep(s, default_timeout);
   }
   if (json) {
     std::vector<std::string> parts;
@@ -383,12 +384,27 @@ int Run(const std::vector<std::string>& args) {
 }
 
 int Inspect(const std::vector<std::string>& args) {
-  if (args.size() != 1) return Usage();
+  std::string path;
+  int64_t max_graph_bytes = kDefaultMaxGraphBytes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--max_graph_bytes" && i + 1 < args.size()) {
+      if (!ParseMaxGraphBytes(args[++i], &max_graph_bytes)) {
+        std::cerr << "runnel: --max_graph_bytes wants a positive size\n";
+        return 2;
+      }
+    } else if (path.empty() && !args[i].empty() && args[i][0] != '-') {
+      path = args[i];
+    } else {
+      return Usage();
+    }
+  }
+  if (path.empty()) return Usage();
   GraphDef gdef;
-  if (Status s = ReadGraphDefFile(args[0], &gdef); !s.ok()) return Fail(s);
+  if (Status s = ReadGraphFile(path, max_graph_bytes, &gdef); !s.ok())
+    return Fail(s);
   Graph graph;
   Status import = ImportGraphDef(gdef, &graph);
-  std::cout << args[0] << ": " << gdef.node_size() << " nodes, producer "
+  std::cout << path << ": " << gdef.node_size() << " nodes, producer "
             << gdef.versions().producer() << "\n";
   if (!import.ok())
     std::cout << "  (does not import here: " << import.message() << ")\n";
@@ -418,7 +434,9 @@ int Ops() {
   for (const std::string& op : OpRegistry::Global()->ListOps()) {
     if (!op.empty() && op[0] == '_') continue;
     const OpRegistrationData* d = OpRegistry::Global()->LookUp(op);
-    std::cout << op << ": " << d->op_def.summary() << "\n";
+    std::cout << op << ": " << d->op_def.summary()
+              << (d->does_io ? " [I/O: refused in untrusted mode]" : "")
+              << "\n";
   }
   return 0;
 }

@@ -47,4 +47,128 @@ ok=$(echo "$out" | awk -F'"values": \\[' '{ split($2, w, "]"); split($3, b, "]")
      print (w[1] - 0.1 < 1e-3 && 0.1 - w[1] < 1e-3 && b[1] - 0.3 < 1e-3 && 0.3 - b[1] < 1e-3) }')
 check "train regression graph to w=0.1 b=0.3 ($out)" 1 "$ok"
 
+
+# --- Untrusted input (SECURITY.md) -------------------------------------------
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# A TF-style saver: save/Const holds the checkpoint prefix, save/SaveV2 writes
+# tensor "v" there.
+string_const() {  # string_const NAME VALUE
+  cat <<PB
+node { name: "$1" op: "Const"
+  attr { key: "dtype" value { type: DT_STRING } }
+  attr { key: "value" value { tensor { dtype: DT_STRING tensor_shape { $3 } string_val: "$2" } } } }
+PB
+}
+{
+  string_const save/Const "$tmp/graph_ckpt" ""
+  string_const save/names v "dim { size: 1 }"
+  string_const save/slices "" "dim { size: 1 }"
+  cat <<'PB'
+node { name: "v" op: "Const"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { dim { size: 1 } } float_val: 3 } } } }
+node { name: "save/SaveV2" op: "SaveV2"
+  input: "save/Const" input: "save/names" input: "save/slices" input: "v"
+  attr { key: "dtypes" value { list { type: DT_FLOAT } } } }
+PB
+} > "$tmp/save.pbtxt"
+
+err=$("$runnel" run "$tmp/save.pbtxt" --target save/SaveV2 2>&1 >/dev/null)
+check "I/O graph refused without --allow_io" 1 "$?"
+case "$err" in *"'save/SaveV2' (SaveV2)"*"untrusted"*) echo "ok   refusal names the node";;
+  *) echo "FAIL refusal message: $err"; fail=1;; esac
+check "refused graph wrote nothing" no "$([ -e "$tmp/graph_ckpt.index" ] && echo yes || echo no)"
+
+"$runnel" run "$tmp/save.pbtxt" --untrusted --target save/SaveV2 >/dev/null 2>&1
+check "--untrusted refuses it too" 1 "$?"
+
+out=$("$runnel" run "$tmp/save.pbtxt" --allow_io --target save/SaveV2 2>&1)
+check "I/O graph runs with --allow_io ($out)" 'ran save/SaveV2' "$out"
+check "--allow_io wrote the checkpoint" yes "$([ -e "$tmp/graph_ckpt.index" ] && echo yes || echo no)"
+
+# A checkpoint path named on the command line stays allowed.
+out=$("$runnel" run "$tmp/save.pbtxt" --feed "save/Const='$tmp/fed_ckpt'" --target save/SaveV2 2>&1)
+check "fed checkpoint path allowed ($out)" 'ran save/SaveV2' "$out"
+check "fed path was written" yes "$([ -e "$tmp/fed_ckpt.index" ] && echo yes || echo no)"
+
+"$runnel" run "$tmp/save.pbtxt" --allow_io --untrusted --target save/SaveV2 >/dev/null 2>&1
+check "--allow_io with --untrusted is a usage error" 2 "$?"
+
+# A loop whose condition never turns false: the step times out, cleanly.
+cat > "$tmp/forever.pbtxt" <<'PB'
+node { name: "zero" op: "Const"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 0 } } } }
+node { name: "limit" op: "Const"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape {} int_val: 10 } } } }
+node { name: "w/Enter" op: "Enter" input: "zero"
+  attr { key: "T" value { type: DT_INT32 } }
+  attr { key: "frame_name" value { s: "w" } } }
+node { name: "w/limit" op: "Enter" input: "limit"
+  attr { key: "T" value { type: DT_INT32 } }
+  attr { key: "frame_name" value { s: "w" } }
+  attr { key: "is_constant" value { b: true } } }
+node { name: "w/Merge" op: "Merge" input: "w/Enter" input: "w/NextIteration"
+  attr { key: "N" value { i: 2 } } attr { key: "T" value { type: DT_INT32 } } }
+node { name: "w/Less" op: "Less" input: "w/Merge" input: "w/limit"
+  attr { key: "T" value { type: DT_INT32 } } }
+node { name: "w/LoopCond" op: "LoopCond" input: "w/Less" }
+node { name: "w/Switch" op: "Switch" input: "w/Merge" input: "w/LoopCond"
+  attr { key: "T" value { type: DT_INT32 } } }
+node { name: "w/Identity" op: "Identity" input: "w/Switch:1"
+  attr { key: "T" value { type: DT_INT32 } } }
+node { name: "w/NextIteration" op: "NextIteration" input: "w/Identity"
+  attr { key: "T" value { type: DT_INT32 } } }
+node { name: "w/Exit" op: "Exit" input: "w/Switch"
+  attr { key: "T" value { type: DT_INT32 } } }
+PB
+start=$(date +%s)
+err=$(timeout 60 "$runnel" run "$tmp/forever.pbtxt" --fetch w/Exit --timeout_ms 300 2>&1 >/dev/null)
+rc=$?
+check "endless loop times out with exit 1" 1 "$rc"
+case "$err" in *DEADLINE_EXCEEDED*"--timeout_ms"*) echo "ok   timeout message";;
+  *) echo "FAIL timeout message: $err"; fail=1;; esac
+check "timeout took under 30 s" 1 "$(( $(date +%s) - start < 30 ))"
+
+"$runnel" run "$tmp/forever.pbtxt" --fetch w/Exit --timeout_ms soon >/dev/null 2>&1
+check "bad --timeout_ms is a usage error" 2 "$?"
+
+# Hostile feeds and files: errors and exit codes, never a crash.
+deep=$(awk 'BEGIN { for (i = 0; i < 100000; i++) printf "["; }')
+err=$("$runnel" run "$tf/graphs/tf_addition/model.pb" --feed "x=$deep" --feed y=1 --fetch z 2>&1 >/dev/null)
+check "100000-deep feed exits 1" 1 "$?"
+case "$err" in *"deeper than 64"*) echo "ok   deep feed names the limit";;
+  *) echo "FAIL deep feed: ${err:0:300}"; fail=1;; esac
+
+"$runnel" run "$tf/graphs/tf_addition/model.pb" --feed x=1e999 --feed y=1 --fetch z >/dev/null 2>&1
+check "out-of-range feed exits 1" 1 "$?"
+
+"$runnel" run "$tf/graphs/tf_addition/model.pb" --feed "x=[[1],[2,3]]" --feed y=1 --fetch z >/dev/null 2>&1
+check "ragged feed exits 1" 1 "$?"
+
+err=$("$runnel" run "$tf/graphs/tf_addition/model.pb" --max_graph_bytes 100 --feed x=1 --feed y=1 --fetch z 2>&1 >/dev/null)
+check "graph over --max_graph_bytes exits 1" 1 "$?"
+case "$err" in *RESOURCE_EXHAUSTED*"--max_graph_bytes"*) echo "ok   size cap message";;
+  *) echo "FAIL size cap message: $err"; fail=1;; esac
+
+"$runnel" run "$tmp" --fetch z >/dev/null 2>&1
+check "a directory as GRAPH exits 1" 1 "$?"
+
+head -c 4096 /dev/urandom > "$tmp/garbage.pb"
+"$runnel" run "$tmp/garbage.pb" --fetch z >/dev/null 2>&1
+check "garbage graph exits 1" 1 "$?"
+"$runnel" inspect "$tmp/garbage.pb" >/dev/null 2>&1
+check "inspect of a garbage graph exits 1" 1 "$?"
+
+touch "$tmp/unreadable.pb" && chmod 000 "$tmp/unreadable.pb"
+if [ -r "$tmp/unreadable.pb" ]; then
+  echo "skip unreadable file (running as root)"
+else
+  "$runnel" run "$tmp/unreadable.pb" --fetch z >/dev/null 2>&1
+  check "unreadable graph exits 1" 1 "$?"
+fi
+
 exit $fail
