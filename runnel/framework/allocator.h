@@ -35,8 +35,17 @@ class Allocator {
   virtual void ClearStats() {}
 };
 
-// The process-wide CPU allocator (never destroyed).
+// The process-wide CPU allocator (never destroyed). It refuses (returns
+// nullptr, which kernels report as ResourceExhausted naming the node) any
+// allocation that would take its bytes in use past its limit: by default 80%
+// of physical memory, or RUNNEL_CPU_MEMORY_LIMIT_MB from the environment.
 Allocator* cpu_allocator();
+// Changes that limit (bytes; <= 0 restores the default). Thread-safe.
+void SetCpuAllocatorLimit(int64_t bytes);
+int64_t CpuAllocatorLimit();
+
+// Physical memory of this machine in bytes (a fixed guess if unknown).
+int64_t PhysicalMemoryBytes();
 
 }  // namespace runnel
 

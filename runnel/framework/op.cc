@@ -438,6 +438,19 @@ Status ValidateAttrs(const OpDef& op_def, const AttrMap& attrs) {
                                      " but is ", kind.empty() ? "unset" : kind,
                                      " (", SummarizeAttrValue(v), ")");
     }
+    // Out-of-range enum values arrive from untrusted GraphDefs (proto3 keeps
+    // unknown enum numbers): reject them before anything switches on them.
+    auto check_known = [&](int t) -> Status {
+      if (DataTypeIsKnown(static_cast<DataType>(t), /*allow_ref=*/false)) {
+        return absl::OkStatus();
+      }
+      return errors::InvalidArgument("attr '", a.name(), "' has DataType ", t,
+                                     ", which is not a valid type");
+    };
+    if (a.type() == "type") RETURN_IF_ERROR(check_known(v.type()));
+    if (a.type() == "list(type)") {
+      for (int t : v.list().type()) RETURN_IF_ERROR(check_known(t));
+    }
     if (a.has_allowed_values()) {
       const auto& allowed = a.allowed_values().list();
       auto check_type = [&](DataType t) -> Status {

@@ -1,5 +1,8 @@
 #include "runnel/framework/op_kernel.h"
 
+#include <new>
+#include <stdexcept>
+
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 
@@ -223,7 +226,18 @@ Status CreateOpKernel(const std::string& device_type, DeviceBase* device,
   RETURN_IF_ERROR(KernelRegistry::Global()->FindKernel(device_type, *props,
                                                        &def, &factory));
   OpKernelConstruction construction(device_type, device, props);
-  std::unique_ptr<OpKernel> k((*factory)(&construction));
+  std::unique_ptr<OpKernel> k;
+  // A constructor sizing a container from an attr may throw; that is the
+  // node's error, never std::terminate.
+  try {
+    k.reset((*factory)(&construction));
+  } catch (const std::bad_alloc&) {
+    construction.CtxFailure(errors::ResourceExhausted(
+        "out of memory (std::bad_alloc) constructing the kernel"));
+  } catch (const std::exception& e) {
+    construction.CtxFailure(errors::Internal(
+        "the kernel's constructor threw an exception: ", e.what()));
+  }
   if (!construction.status().ok()) {
     return errors::Prefix(construction.status(),
                           absl::StrCat(props->op, " '", props->name, "': "));

@@ -35,9 +35,12 @@ class Var : public ResourceBase {
   bool is_initialized = false;
 
   // Makes the tensor safe to write in place (see the Note above). Call with
-  // mu() held exclusively.
-  void PrepareForUpdate() {
-    if (!tensor_.RefCountIsOne()) tensor_ = tensor_.DeepCopy();
+  // mu() held exclusively. ResourceExhausted if the copy cannot be made (the
+  // variable is then unchanged).
+  Status PrepareForUpdate() {
+    if (tensor_.RefCountIsOne()) return absl::OkStatus();
+    ASSIGN_OR_RETURN(tensor_, tensor_.TryDeepCopy());
+    return absl::OkStatus();
   }
 
   std::string DebugString() const override;

@@ -1,5 +1,6 @@
 #include "runnel/framework/tensor.h"
 
+#include <atomic>
 #include <charconv>
 #include <cstring>
 #include <new>
@@ -137,8 +138,14 @@ Tensor Tensor::Slice(int64_t start, int64_t limit) const {
 }
 
 Tensor Tensor::DeepCopy() const {
+  StatusOr<Tensor> t = TryDeepCopy();
+  RUNNEL_CHECK(t.ok());
+  return *std::move(t);
+}
+
+StatusOr<Tensor> Tensor::TryDeepCopy() const {
   if (!IsInitialized() || dtype_ == DT_INVALID) return Tensor();
-  Tensor t(dtype_, shape_);
+  ASSIGN_OR_RETURN(Tensor t, Allocate(cpu_allocator(), dtype_, shape_));
   if (dtype_ == DT_STRING) {
     auto src = flat<tstring>();
     auto dst = t.flat<tstring>();
@@ -193,19 +200,41 @@ void FillComplex(const Src& in, absl::Span<C> out) {
 
 }  // namespace
 
+void NormalizeBools(Tensor* t) {
+  // A bool byte other than 0 or 1 is undefined behaviour to load; the raw
+  // bytes come from untrusted files, so map every nonzero byte to true.
+  auto* p = static_cast<uint8_t*>(t->raw_data());
+  for (int64_t i = 0, n = t->NumElements(); i < n; ++i) p[i] = p[i] != 0;
+}
+
+namespace {
+std::atomic<int64_t> g_max_decoded_tensor_bytes{PhysicalMemoryBytes() / 4};
+}  // namespace
+
+int64_t MaxDecodedTensorBytes() {
+  return g_max_decoded_tensor_bytes.load(std::memory_order_relaxed);
+}
+void SetMaxDecodedTensorBytes(int64_t bytes) {
+  g_max_decoded_tensor_bytes.store(bytes, std::memory_order_relaxed);
+}
+
 StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
   const DataType dt = proto.dtype();
-  if (!IsStorable(dt)) {
+  if (!DataTypeIsKnown(dt, /*allow_ref=*/false) || !IsStorable(dt)) {
     return errors::InvalidArgument("TensorProto has unsupported dtype ",
                                    DataTypeString(dt));
   }
   ASSIGN_OR_RETURN(TensorShape shape,
                    TensorShape::FromProto(proto.tensor_shape()));
   const int64_t n = shape.num_elements();
-  if (dt != DT_STRING &&
-      n > (int64_t{1} << 40) / static_cast<int64_t>(ElementSize(dt))) {
-    return errors::InvalidArgument("TensorProto shape ", shape.DebugString(),
-                                   " is too large");
+  // Every dtype counts, strings too (each element is a std::string object),
+  // so a tiny proto cannot ask for gigabytes by declaring a big shape.
+  const int64_t cap = MaxDecodedTensorBytes();
+  if (n > cap / static_cast<int64_t>(ElementSize(dt))) {
+    return errors::ResourceExhausted(
+        "TensorProto of ", DataTypeString(dt), " with shape ",
+        shape.DebugString(), " needs ", n, " x ", ElementSize(dt),
+        " bytes, over the limit of ", cap, " bytes for a decoded tensor");
   }
   ASSIGN_OR_RETURN(Tensor t, Allocate(cpu_allocator(), dt, shape));
   if (dt != DT_STRING && dt != DT_RESOURCE && !proto.tensor_content().empty()) {
@@ -217,6 +246,7 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
           t.TotalBytes());
     }
     if (!c.empty()) std::memcpy(t.raw_data(), c.data(), c.size());
+    if (dt == DT_BOOL) NormalizeBools(&t);
     return t;
   }
   switch (dt) {

@@ -164,7 +164,10 @@ class Tensor {
   // Rows [start, limit) along dimension 0, sharing the buffer. Requires
   // dims() >= 1 and 0 <= start <= limit <= dim_size(0).
   Tensor Slice(int64_t start, int64_t limit) const;
-  // A new buffer with the same contents.
+  // A new buffer with the same contents; ResourceExhausted when the
+  // allocator cannot give the bytes. Kernels must use this form.
+  StatusOr<Tensor> TryDeepCopy() const;
+  // The same for trusted callers (tests, tools): CHECK-fails on OOM.
   Tensor DeepCopy() const;
 
   bool SharesBufferWith(const Tensor& o) const {
@@ -200,6 +203,16 @@ class Tensor {
   TensorShape shape_;
   TensorBuffer* buf_ = nullptr;
 };
+
+// Bool tensors filled from raw bytes (tensor_content, checkpoints, DecodeRaw)
+// must hold only 0 and 1: this maps every nonzero byte to 1.
+void NormalizeBools(Tensor* t);
+
+// The most bytes one tensor decoded from a TensorProto (a Const, a fed
+// proto) may take, elements times their C++ size; larger protos decode to
+// ResourceExhausted. Default: a quarter of physical memory. Thread-safe.
+int64_t MaxDecodedTensorBytes();
+void SetMaxDecodedTensorBytes(int64_t bytes);
 
 }  // namespace runnel
 

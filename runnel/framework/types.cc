@@ -99,15 +99,29 @@ constexpr TypeName kTypeNames[] = {
     {DT_VARIANT, "variant"}, {DT_UINT32, "uint32"},
     {DT_UINT64, "uint64"},
 };
-}  // namespace
 
-std::string DataTypeString(DataType dt) {
-  if (IsRefType(dt)) return DataTypeString(BaseType(dt)) + "_ref";
+const char* KnownTypeName(DataType dt) {
   for (const auto& t : kTypeNames) {
     if (t.dt == dt) return t.name;
   }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string DataTypeString(DataType dt) {
   if (dt == DT_INVALID) return "invalid";
+  const bool ref = IsRefType(dt);
+  if (const char* name = KnownTypeName(ref ? BaseType(dt) : dt)) {
+    return ref ? std::string(name) + "_ref" : std::string(name);
+  }
   return "unknown dtype " + std::to_string(static_cast<int>(dt));
+}
+
+bool DataTypeIsKnown(DataType dt, bool allow_ref, bool allow_invalid) {
+  if (dt == DT_INVALID) return allow_invalid;
+  if (IsRefType(dt)) return allow_ref && KnownTypeName(BaseType(dt));
+  return KnownTypeName(dt) != nullptr;
 }
 
 bool DataTypeFromString(absl::string_view s, DataType* dt) {

@@ -42,12 +42,21 @@ inline constexpr char kDeviceGpu[] = "GPU";
 
 // "float", "int32", "float_ref", ... (TensorFlow's spellings).
 std::string DataTypeString(DataType dt);
+// True if `dt` is one of TensorFlow's DataType values that Runnel knows
+// (including DT_INVALID when allow_invalid, and the _REF forms when
+// allow_ref). Graph import, TensorProto decoding and checkpoint readers call
+// this on every dtype they read from untrusted bytes.
+bool DataTypeIsKnown(DataType dt, bool allow_ref = true,
+                     bool allow_invalid = false);
 // Parses "float" / "DT_FLOAT" / "float32" style names.
 bool DataTypeFromString(absl::string_view s, DataType* dt);
 // Bytes per element; 0 for DT_STRING, DT_RESOURCE, DT_VARIANT and invalid.
 int DataTypeSize(DataType dt);
 
-inline bool IsRefType(DataType dt) { return dt > 100; }
+// TensorFlow's reference types are the base types plus 100 (101..199 here;
+// any other value is not a reference type, so out-of-range values from
+// untrusted protos never recurse or overflow).
+inline bool IsRefType(DataType dt) { return dt > 100 && dt < 200; }
 inline DataType MakeRefType(DataType dt) {
   return IsRefType(dt) ? dt : static_cast<DataType>(dt + 100);
 }

@@ -220,6 +220,11 @@ Status RecordReader::ReadRecord(std::string* record) {
     return Fail(errors::DataLoss(path_, ": corrupted record at offset ", start,
                                  ": impossible length ", length));
   }
+  if (length > max_record_bytes_) {
+    return Fail(errors::ResourceExhausted(
+        path_, ": record at offset ", start, " has ", length,
+        " bytes, over the limit of ", max_record_bytes_));
+  }
   RETURN_IF_ERROR(Fail(ReadExactly(length, record, start)));
   char footer[kRecordFooterSize];
   RETURN_IF_ERROR(Fail(in_->Read(footer, sizeof(footer), &got)));

@@ -71,7 +71,16 @@ class RecordReader {
   //     match or the file ends inside a record (truncation).
   // After a DataLoss the reader stays failed: every later call returns the
   // same error (the framing cannot be trusted any more).
+  //   ResourceExhausted when a record's length is over max_record_bytes()
+  //     (the reader then stays failed too).
   Status ReadRecord(std::string* record);
+
+  // Records longer than this are refused before any byte is read: a corrupt
+  // or hostile length (or a GZIP bomb) cannot make the reader allocate more.
+  // Default kDefaultMaxRecordBytes (1 GiB, well above any real example).
+  static constexpr uint64_t kDefaultMaxRecordBytes = uint64_t{1} << 30;
+  void set_max_record_bytes(uint64_t n) { max_record_bytes_ = n; }
+  uint64_t max_record_bytes() const { return max_record_bytes_; }
 
   // Offset (in the uncompressed stream) of the next record to read; after a
   // successful ReadRecord, the record just read started at the previous
@@ -87,6 +96,7 @@ class RecordReader {
   std::string path_;
   std::unique_ptr<RecordInputStream> in_;
   uint64_t offset_ = 0;
+  uint64_t max_record_bytes_ = kDefaultMaxRecordBytes;
   Status sticky_error_;
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -171,8 +172,35 @@ TEST(RecordReaderTest, HugeLengthWithValidCrcIsTruncationNotAllocation) {
   ASSERT_OK(WriteStringToFile(path, framed));
   auto r = RecordReader::Open(path);
   ASSERT_OK(r.status());
+  (*r)->set_max_record_bytes(UINT64_MAX);  // Past the cap: the framing.
   std::string rec;
   ExpectDataLoss((*r)->ReadRecord(&rec), path, "truncated record at offset 0");
+  // With the default cap the length alone is refused, before reading.
+  auto capped = RecordReader::Open(path);
+  ASSERT_OK(capped.status());
+  Status s = (*capped)->ReadRecord(&rec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_EQ((*capped)->ReadRecord(&rec).code(),
+            absl::StatusCode::kResourceExhausted);  // Sticky.
+  unlink(path.c_str());
+}
+
+TEST(RecordReaderTest, RecordsOverTheCapAreResourceExhausted) {
+  const std::string path = TempPath("cap");
+  ASSERT_OK(WriteStringToFile(
+      path, EncodeRecord(std::string(1000, 'x')) + EncodeRecord("small")));
+  auto r = RecordReader::Open(path);
+  ASSERT_OK(r.status());
+  (*r)->set_max_record_bytes(999);
+  std::string rec;
+  Status s = (*r)->ReadRecord(&rec);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("1000 bytes"), std::string::npos) << s;
+  auto ok = RecordReader::Open(path);
+  ASSERT_OK(ok.status());
+  (*ok)->set_max_record_bytes(1000);
+  ASSERT_OK((*ok)->ReadRecord(&rec));
+  EXPECT_EQ(rec.size(), 1000u);
   unlink(path.c_str());
 }
 

@@ -302,8 +302,11 @@ std::string DataFilename(absl::string_view prefix, int shard_id,
 // BundleWriter
 
 BundleWriter::BundleWriter(std::string prefix) : prefix_(std::move(prefix)) {
-  if (prefix_.empty()) {
-    status_ = errors::InvalidArgument("checkpoint prefix is empty");
+  // A NUL inside the prefix would cut the name open() sees, so the writer
+  // would truncate (and Abandon() unlink) some other file.
+  status_ = ValidatePath(prefix_);
+  if (!status_.ok()) {
+    status_ = errors::InvalidArgument("checkpoint prefix: ", status_.message());
     return;
   }
   status_ = CreateDirs(Dirname(prefix_));
@@ -415,6 +418,8 @@ Status BundleWriter::Finish() {
 
 Status MergeBundles(absl::Span<const std::string> prefixes,
                     const std::string& merged_prefix) {
+  RETURN_IF_ERROR(ValidatePath(merged_prefix));
+  for (const std::string& p : prefixes) RETURN_IF_ERROR(ValidatePath(p));
   if (prefixes.empty()) {
     return errors::InvalidArgument("no checkpoints to merge into ",
                                    merged_prefix);
@@ -434,8 +439,20 @@ Status MergeBundles(absl::Span<const std::string> prefixes,
                                      "endianness: ", prefix);
     }
     const int first_shard = static_cast<int>(old_files.size());
+    if (first_shard + reader.num_shards() > kMaxBundleShards) {
+      return errors::InvalidArgument(
+          "merging ", prefix, " would give ", first_shard + reader.num_shards(),
+          " shards, over the limit of ", kMaxBundleShards);
+    }
     for (int i = 0; i < reader.num_shards(); ++i) {
-      old_files.push_back(DataFilename(prefix, i, reader.num_shards()));
+      // Check each data file before renaming any, so a bad header cannot
+      // make the merge move some shards and then fail.
+      std::string file = DataFilename(prefix, i, reader.num_shards());
+      if (!FileExists(file)) {
+        return errors::NotFound("data file ", file, " of checkpoint ", prefix,
+                                " not found");
+      }
+      old_files.push_back(std::move(file));
     }
     std::vector<std::string> keys;
     RETURN_IF_ERROR(reader.ListKeys(&keys));
@@ -477,6 +494,8 @@ Status MergeBundles(absl::Span<const std::string> prefixes,
 // BundleReader
 
 BundleReader::BundleReader(std::string prefix) : prefix_(std::move(prefix)) {
+  status_ = ValidatePath(prefix_);
+  if (!status_.ok()) return;
   const std::string path = MetaFilename(prefix_);
   std::string contents;
   if (!FileExists(path)) {
@@ -511,7 +530,7 @@ BundleReader::BundleReader(std::string prefix) : prefix_(std::move(prefix)) {
                                ": header entry does not parse");
     return;
   }
-  if (header_.num_shards() < 1) {
+  if (header_.num_shards() < 1 || header_.num_shards() > kMaxBundleShards) {
     status_ = errors::DataLoss("checkpoint index ", path, ": header has ",
                                header_.num_shards(), " shards");
     return;
@@ -574,6 +593,10 @@ Status BundleReader::LookupDtypeAndShape(absl::string_view key, DataType* dtype,
   if (!s.ok()) {
     return errors::DataLoss("tensor '", key,
                             "' has an invalid shape: ", s.status().message());
+  }
+  if (!DataTypeIsKnown(entry.dtype(), /*allow_ref=*/false)) {
+    return errors::DataLoss("tensor '", key, "' has an invalid dtype ",
+                            static_cast<int>(entry.dtype()));
   }
   *dtype = entry.dtype();
   *shape = *s;
@@ -664,7 +687,8 @@ Status BundleReader::Lookup(absl::string_view key, Tensor* value) const {
   }
   const DataType dt = entry.dtype();
   const bool is_string = dt == DT_STRING;
-  if (!is_string && !(DataTypeIsPod(dt) && DataTypeSize(dt) > 0)) {
+  if (!DataTypeIsKnown(dt, /*allow_ref=*/false) ||
+      (!is_string && !(DataTypeIsPod(dt) && DataTypeSize(dt) > 0))) {
     return errors::Unimplemented("tensor '", key, "' of checkpoint ", prefix_,
                                  " has type ", DataTypeString(dt),
                                  ", which cannot be restored");
@@ -692,6 +716,17 @@ Status BundleReader::Lookup(absl::string_view key, Tensor* value) const {
                               " bytes but its entry says ", entry.size());
     }
   }
+  // Consistent but too big for this process (strings cost a std::string
+  // each): refused before anything is read or allocated.
+  const uint64_t elem_bytes =
+      is_string ? sizeof(tstring) : static_cast<uint64_t>(DataTypeSize(dt));
+  if (n > static_cast<uint64_t>(MaxDecodedTensorBytes()) / elem_bytes) {
+    return errors::ResourceExhausted(
+        "tensor '", key, "' of checkpoint ", prefix_, " has shape ",
+        shape->DebugString(), " of ", DataTypeString(dt),
+        ", over the limit of ", MaxDecodedTensorBytes(),
+        " bytes for one restored tensor");
+  }
   std::string bytes;
   RETURN_IF_ERROR(ReadEntryData(key, entry, &bytes));
   ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(cpu_allocator(), dt, *shape));
@@ -705,6 +740,7 @@ Status BundleReader::Lookup(absl::string_view key, Tensor* value) const {
   } else {
     crc = crc32c::Value(bytes.data(), bytes.size());
     if (!bytes.empty()) std::memcpy(t.raw_data(), bytes.data(), bytes.size());
+    if (dt == DT_BOOL) NormalizeBools(&t);
   }
   if (crc != crc32c::Unmask(entry.crc32c())) {
     return errors::DataLoss(

@@ -55,6 +55,12 @@
 #include "runnel/framework/tensor.h"
 #include "runnel/framework/tensor_shape.h"
 
+namespace runnel {
+// TF names data files "%05d-of-%05d", so no real bundle has more shards;
+// headers claiming more are refused (DataLoss) before anything is sized.
+inline constexpr int kMaxBundleShards = 99999;
+}  // namespace runnel
+
 namespace leveldb {
 class RandomAccessFile;
 class Table;

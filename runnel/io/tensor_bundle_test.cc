@@ -509,6 +509,25 @@ TEST(TensorBundleTest, EveryIndexByteFlipIsHandled) {
 }
 
 // An entry whose size disagrees with its shape (a crafted index).
+// Writes `prefix`.index with LevelDB directly: a header and entries that
+// BundleWriter would never produce.
+void WriteCraftedIndex(const std::string& prefix, const BundleHeaderProto& h,
+                       const std::map<std::string, BundleEntryProto>& entries) {
+  leveldb::Options o;
+  o.block_size = 262144;
+  o.block_restart_interval = 16;
+  o.compression = leveldb::kNoCompression;
+  leveldb::WritableFile* f;
+  ASSERT_TRUE(
+      leveldb::Env::Default()->NewWritableFile(MetaFilename(prefix), &f).ok());
+  leveldb::TableBuilder b(o, f);
+  b.Add("", h.SerializeAsString());
+  for (const auto& [k, v] : entries) b.Add(k, v.SerializeAsString());
+  ASSERT_TRUE(b.Finish().ok());
+  ASSERT_TRUE(f->Close().ok());
+  delete f;
+}
+
 TEST(TensorBundleTest, EntrySizeMismatchIsDataLoss) {
   const std::string p = MakeTempDir() + "/crafted";
   {
@@ -537,24 +556,9 @@ TEST(TensorBundleTest, EntrySizeMismatchIsDataLoss) {
   BundleEntryProto variant = e;
   variant.set_dtype(DT_VARIANT);
   entries["v"] = variant;
-  {
-    // Write the index with LevelDB directly.
-    leveldb::Options o;
-    o.block_size = 262144;
-    o.block_restart_interval = 16;
-    o.compression = leveldb::kNoCompression;
-    leveldb::WritableFile* f;
-    ASSERT_TRUE(
-        leveldb::Env::Default()->NewWritableFile(MetaFilename(p), &f).ok());
-    leveldb::TableBuilder b(o, f);
-    BundleHeaderProto h;
-    h.set_num_shards(1);
-    b.Add("", h.SerializeAsString());
-    for (const auto& [k, v] : entries) b.Add(k, v.SerializeAsString());
-    ASSERT_TRUE(b.Finish().ok());
-    ASSERT_TRUE(f->Close().ok());
-    delete f;
-  }
+  BundleHeaderProto h;
+  h.set_num_shards(1);
+  WriteCraftedIndex(p, h, entries);
   BundleReader r(p);
   ASSERT_TRUE(r.status().ok()) << r.status();
   Tensor t;
@@ -676,6 +680,106 @@ TEST(TensorBundleTest, MergeOntoSamePrefix) {
   BundleReader r(p);
   ASSERT_TRUE(r.status().ok());
   ExpectTensorEqual<double>(ReadTensor(r, "x"), Tensor::Scalar<double>(2.5));
+}
+
+// Untrusted bundles (issue 15): each of these once crashed the process.
+TEST(TensorBundleTest, HugeShardCountIsRefusedBeforeAnythingIsSized) {
+  const std::string p = MakeTempDir() + "/shards";
+  {
+    BundleWriter w(p);
+    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  BundleReader r0(p);
+  BundleEntryProto e;
+  ASSERT_TRUE(r0.GetEntry("x", &e).ok());
+  BundleHeaderProto h = r0.header();
+  h.set_num_shards(2147483647);
+  WriteCraftedIndex(p, h, {{"x", e}});
+  BundleReader r(p);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+  // Merging it fails the same way, and renames nothing.
+  const std::string merged = MakeTempDir() + "/merged";
+  EXPECT_FALSE(MergeBundles({p}, merged).ok());
+  EXPECT_TRUE(FileExists(DataFilename(p, 0, 1)));
+}
+
+TEST(TensorBundleTest, MergeChecksEveryShardBeforeMovingAny) {
+  const std::string dir = MakeTempDir();
+  const std::string a = dir + "/a", b = dir + "/b";
+  for (const std::string& p : {a, b}) {
+    BundleWriter w(p);
+    ASSERT_TRUE(w.Add(p == a ? "x" : "y", Tensor::FromVector<float>({1})).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  fs::remove(DataFilename(b, 0, 1));
+  Status s = MergeBundles({a, b}, dir + "/m");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_TRUE(FileExists(DataFilename(a, 0, 1)));  // Not moved.
+}
+
+TEST(TensorBundleTest, InvalidEntryDtypeIsRefused) {
+  const std::string p = MakeTempDir() + "/dtype";
+  {
+    BundleWriter w(p);
+    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  BundleReader r0(p);
+  BundleEntryProto e;
+  ASSERT_TRUE(r0.GetEntry("x", &e).ok());
+  e.set_dtype(static_cast<DataType>(2147483647));
+  WriteCraftedIndex(p, r0.header(), {{"x", e}});
+  BundleReader r(p);
+  ASSERT_TRUE(r.status().ok());
+  Tensor t;
+  Status s = r.Lookup("x", &t);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("2147483647"), std::string::npos) << s;
+  DataType dt;
+  TensorShape shape;
+  EXPECT_EQ(r.LookupDtypeAndShape("x", &dt, &shape).code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(TensorBundleTest, BoolBytesAreNormalisedOnRestore) {
+  const std::string p = MakeTempDir() + "/bools";
+  {
+    BundleWriter w(p);
+    ASSERT_TRUE(w.Add("b", Tensor::FromVector<uint8_t>({0, 1, 2, 255})).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  // Relabel the uint8 entry as bool: same bytes, same checksum.
+  BundleReader r0(p);
+  BundleEntryProto e;
+  ASSERT_TRUE(r0.GetEntry("b", &e).ok());
+  e.set_dtype(DT_BOOL);
+  WriteCraftedIndex(p, r0.header(), {{"b", e}});
+  BundleReader r(p);
+  Tensor t = ReadTensor(r, "b");
+  ASSERT_EQ(t.dtype(), DT_BOOL);
+  const auto* raw = static_cast<const uint8_t*>(t.raw_data());
+  EXPECT_EQ(std::vector<int>(raw, raw + 4), (std::vector<int>{0, 1, 1, 1}));
+}
+
+TEST(TensorBundleTest, NulInPrefixIsRefused) {
+  const std::string dir = MakeTempDir();
+  const std::string victim = dir + "/victim";
+  WriteFile(victim + ".data-00000-of-00001", "keep me");
+  // "victim\0/x" would reach open() as "victim...": refused instead.
+  const std::string bad = victim + std::string("\0", 1) + "/x";
+  {
+    BundleWriter w(bad);
+    EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_FALSE(w.Finish().ok());
+  }
+  EXPECT_EQ(ReadFile(victim + ".data-00000-of-00001"), "keep me");
+  BundleReader r(bad);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MergeBundles({bad}, dir + "/m").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MergeBundles({victim}, bad).code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

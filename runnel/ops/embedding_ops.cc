@@ -601,7 +601,7 @@ void ScatterRows(OpKernelContext* ctx, Tensor* params,
 template <ScatterOp kOp, typename T>
 void DoScatter(OpKernelContext* ctx, Tensor* params, const Tensor& indices,
                const Tensor& updates,
-               const std::function<void()>& prepare_for_update) {
+               const std::function<Status()>& prepare_for_update) {
   std::vector<int64_t> idx;
   OP_REQUIRES_OK(ctx, ValidateScatter(*params, indices, updates, &idx));
   OP_REQUIRES(ctx, updates.dtype() == params->dtype(),
@@ -609,14 +609,14 @@ void DoScatter(OpKernelContext* ctx, Tensor* params, const Tensor& indices,
                   "updates has dtype ", DataTypeString(updates.dtype()),
                   " but the variable holds ", DataTypeString(params->dtype())));
   if constexpr (kOp == ScatterOp::kUpdate) {
-    prepare_for_update();
+    OP_REQUIRES_OK(ctx, prepare_for_update());
     const bool ok = DispatchMoved(params->dtype(), [&]<typename W>() {
       ScatterRows<kOp, W>(ctx, params, idx, updates);
     });
     OP_REQUIRES(ctx, ok, UnsupportedDtype(params->dtype()));
   } else {
     OP_REQUIRES_OK(ctx, (CheckDivisor<kOp, T>(updates)));
-    prepare_for_update();
+    OP_REQUIRES_OK(ctx, prepare_for_update());
     ScatterRows<kOp, T>(ctx, params, idx, updates);
   }
 }
@@ -640,8 +640,10 @@ class ScatterKernel : public OpKernel {
                   errors::FailedPrecondition(
                       "Attempting to use uninitialized value: the variable "
                       "that ref refers to has not been assigned"));
-      DoScatter<kOp, T>(ctx, params, indices, updates, [params] {
-        if (!params->RefCountIsOne()) *params = params->DeepCopy();
+      DoScatter<kOp, T>(ctx, params, indices, updates, [params]() -> Status {
+        if (params->RefCountIsOne()) return absl::OkStatus();
+        ASSIGN_OR_RETURN(*params, params->TryDeepCopy());
+        return absl::OkStatus();
       });
       if (!ctx->status().ok()) return;
     }
@@ -668,7 +670,7 @@ class ResourceScatterKernel : public OpKernel {
     absl::MutexLock l(var->mu());
     OP_REQUIRES_OK(ctx, CheckVarInitialized(var, *h, dtype_));
     DoScatter<kOp, T>(ctx, var->tensor(), indices, updates,
-                      [var] { var->PrepareForUpdate(); });
+                      [var] { return var->PrepareForUpdate(); });
   }
 
  private:

@@ -17,37 +17,34 @@ namespace {
 // ---------------------------------------------------------------------------
 // Reading axes (shared by the shape functions and the kernels).
 
-// Reads a scalar or vector of int32/int64 axes.
-Status ReadAxes(const Tensor& t, std::vector<int64_t>* axes) {
+// Reads a scalar or vector of int32/int64 axes straight into a bitmap of the
+// axes to reduce (negative ones count from the end; duplicates are allowed,
+// as in TensorFlow). The axes tensor comes from the graph and may be huge:
+// it is never copied, and the first axis out of range stops the scan.
+Status AxesBitmap(const Tensor& t, int rank, std::vector<bool>* bitmap) {
   if (t.dims() > 1) {
     return errors::InvalidArgument(
         "reduction_indices must be a scalar or vector, got shape ",
         t.shape().DebugString());
   }
-  axes->clear();
-  if (t.dtype() == DT_INT32) {
-    for (int32_t v : t.flat<int32_t>()) axes->push_back(v);
-  } else if (t.dtype() == DT_INT64) {
-    for (int64_t v : t.flat<int64_t>()) axes->push_back(v);
-  } else {
+  if (t.dtype() != DT_INT32 && t.dtype() != DT_INT64) {
     return errors::InvalidArgument(
         "reduction_indices must be int32 or int64, got ",
         DataTypeString(t.dtype()));
   }
-  return absl::OkStatus();
-}
-
-// Marks the axes to reduce (negative ones count from the end; duplicates are
-// allowed, as in TensorFlow).
-Status AxesBitmap(const std::vector<int64_t>& axes, int rank,
-                  std::vector<bool>* bitmap) {
   bitmap->assign(rank, false);
-  for (int64_t a : axes) {
+  auto mark = [&](int64_t a) -> Status {
     if (a < -rank || a >= rank) {
       return errors::InvalidArgument("Invalid reduction dimension ", a,
                                      " for input with ", rank, " dimension(s)");
     }
     (*bitmap)[a < 0 ? a + rank : a] = true;
+    return absl::OkStatus();
+  };
+  if (t.dtype() == DT_INT32) {
+    for (int32_t v : t.flat<int32_t>()) RETURN_IF_ERROR(mark(v));
+  } else {
+    for (int64_t v : t.flat<int64_t>()) RETURN_IF_ERROR(mark(v));
   }
   return absl::OkStatus();
 }
@@ -78,10 +75,8 @@ Status ReductionShape(InferenceContext* c) {
     }
     return absl::OkStatus();
   }
-  std::vector<int64_t> axes;
   std::vector<bool> bitmap;
-  Status s = ReadAxes(*axes_t, &axes);
-  if (s.ok()) s = AxesBitmap(axes, input.dims(), &bitmap);
+  Status s = AxesBitmap(*axes_t, input.dims(), &bitmap);
   if (!s.ok()) return c->InvalidArgument(s.message());
   PartialTensorShape out({});
   for (int i = 0; i < input.dims(); ++i) {
@@ -194,10 +189,8 @@ struct ReductionPlan {
 
 Status MakeReductionPlan(const TensorShape& in, const Tensor& axes_t,
                          bool keep_dims, ReductionPlan* plan) {
-  std::vector<int64_t> axes;
   std::vector<bool> bitmap;
-  RETURN_IF_ERROR(ReadAxes(axes_t, &axes));
-  RETURN_IF_ERROR(AxesBitmap(axes, in.dims(), &bitmap));
+  RETURN_IF_ERROR(AxesBitmap(axes_t, in.dims(), &bitmap));
   for (int i = 0; i < in.dims(); ++i) {
     const int64_t d = in.dim_size(i);
     if (!bitmap[i]) {
@@ -549,9 +542,14 @@ Status ReadDimension(const Tensor& t, int64_t* dim) {
         "dim must be a scalar, but received tensor of shape: ",
         t.shape().DebugString());
   }
-  std::vector<int64_t> v;
-  RETURN_IF_ERROR(ReadAxes(t, &v));
-  *dim = v[0];
+  if (t.dtype() == DT_INT32) {
+    *dim = t.scalar<int32_t>();
+  } else if (t.dtype() == DT_INT64) {
+    *dim = t.scalar<int64_t>();
+  } else {
+    return errors::InvalidArgument("dimension must be int32 or int64, got ",
+                                   DataTypeString(t.dtype()));
+  }
   return absl::OkStatus();
 }
 

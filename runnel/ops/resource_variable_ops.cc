@@ -234,7 +234,7 @@ class AssignUpdateVariableOpKernel : public OpKernel {
                                         " using a Tensor with shape ",
                                         value.shape().DebugString(),
                                         ", shapes must be equal."));
-    var->PrepareForUpdate();
+    OP_REQUIRES_OK(ctx, var->PrepareForUpdate());
     T* dst = var->tensor()->data<T>();
     const T* src = value.data<T>();
     ctx->intra_op_threadpool()->ParallelFor(

@@ -175,7 +175,9 @@ class AssignKernel : public OpKernel {
         // their own buffer reference, so only unshared buffers are reused.
         std::memcpy(ref->raw_data(), value.raw_data(), value.TotalBytes());
       } else {
-        *ref = value.DeepCopy();
+        StatusOr<Tensor> copy = value.TryDeepCopy();
+        OP_REQUIRES_OK(ctx, copy.status());
+        *ref = *std::move(copy);
       }
     }
     ctx->forward_ref_input_to_ref_output(0, 0);
@@ -206,7 +208,11 @@ class AssignUpdateKernel : public OpKernel {
                   errors::InvalidArgument(
                       "Must have the same shape: ", ref->shape().DebugString(),
                       " vs ", value.shape().DebugString()));
-      if (!ref->RefCountIsOne()) *ref = ref->DeepCopy();  // Copy on write.
+      if (!ref->RefCountIsOne()) {  // Copy on write.
+        StatusOr<Tensor> copy = ref->TryDeepCopy();
+        OP_REQUIRES_OK(ctx, copy.status());
+        *ref = *std::move(copy);
+      }
       const bool ok = DispatchNumeric(value.dtype(), [&]<typename T>() {
         auto dst = ref->flat<T>();
         auto src = value.flat<T>();

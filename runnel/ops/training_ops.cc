@@ -100,10 +100,13 @@ class VariableInputs {
 
   // Copy-on-write: gives every variable an unshared buffer. Call after all
   // validation, just before writing.
-  void PrepareForUpdate() {
+  Status PrepareForUpdate() {
     for (Tensor* t : tensors_) {
-      if (!t->RefCountIsOne()) *t = t->DeepCopy();
+      if (!t->RefCountIsOne()) {
+        ASSIGN_OR_RETURN(*t, t->TryDeepCopy());
+      }
     }
+    return absl::OkStatus();
   }
   template <typename T>
   T* data(int k) const {
@@ -372,7 +375,7 @@ class ApplyKernel : public OpKernel {
       const Tensor& grad = ctx->input(Rule::kGrad);
       OP_REQUIRES(ctx, grad.shape() == shape,
                   NotSameShape("var", shape, Rule::kGradName, grad.shape()));
-      vars.PrepareForUpdate();
+      OP_REQUIRES_OK(ctx, vars.PrepareForUpdate());
       std::array<T*, kNumVars> p;
       for (size_t k = 0; k < kNumVars; ++k) p[k] = vars.template data<T>(k);
       const T* g = grad.data<T>();
@@ -445,7 +448,7 @@ class SparseApplyKernel : public OpKernel {
                                             " in indices is out of range"));
       }
       if (n > 0) {
-        vars.PrepareForUpdate();
+        OP_REQUIRES_OK(ctx, vars.PrepareForUpdate());
         std::array<T*, kNumVars> base;
         for (size_t k = 0; k < kNumVars; ++k)
           base[k] = vars.template data<T>(k);

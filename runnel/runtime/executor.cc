@@ -4,6 +4,8 @@
 #include <atomic>
 #include <deque>
 #include <limits>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
@@ -17,6 +19,24 @@ namespace runnel {
 // The immutable plan (Note [Executor plan and per-run state]).
 
 namespace {
+
+// The most iterations of one loop frame that may be live at once.
+constexpr int64_t kMaxParallel = int64_t{1} << 15;
+
+// Runs a kernel, turning any exception a dependency throws (std::bad_alloc
+// from a container, std::length_error, ...) into the node's error instead of
+// std::terminate. The try costs nothing on the path that does not throw.
+void ComputeGuarded(OpKernel* kernel, OpKernelContext* ctx) {
+  try {
+    kernel->Compute(ctx);
+  } catch (const std::bad_alloc&) {
+    ctx->SetStatus(errors::ResourceExhausted(
+        "out of memory (std::bad_alloc) in the kernel"));
+  } catch (const std::exception& e) {
+    ctx->SetStatus(
+        errors::Internal("the kernel threw an exception: ", e.what()));
+  }
+}
 
 struct OutEdge {
   int32_t dst;         // Node item index.
@@ -195,8 +215,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
             n->type_string(), " '", n->name(),
             "': parallel_iterations must be at least 1, got ", parallel);
       }
-      item.parallel_iterations = static_cast<int32_t>(
-          std::min<int64_t>(parallel, std::numeric_limits<int32_t>::max() - 1));
+      // The frame keeps a slot per live iteration, so the attr (a number
+      // from the GraphDef) must not size memory: beyond kMaxParallel the
+      // bound changes no result, only how far iterations may run ahead.
+      item.parallel_iterations =
+          static_cast<int32_t>(std::min<int64_t>(parallel, kMaxParallel));
     }
     plan->has_control_flow |= item.is_merge || item.is_enter || item.is_exit ||
                               item.is_next_iteration ||
@@ -524,7 +547,7 @@ class ExecutorState {
     OpKernelContext ctx(&params);
     if (stats)
       stats->set_op_start_rel_nanos(NowNanos() - stats->all_start_nanos());
-    item.kernel->Compute(&ctx);
+    ComputeGuarded(item.kernel.get(), &ctx);
     if (stats)
       stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
     ReadyList ready;

@@ -1,0 +1,133 @@
+// Regression tests for values that arrive from untrusted bytes (GraphDefs,
+// TensorProtos, checkpoints): each once crashed or exhausted the process.
+#include <gtest/gtest.h>
+
+#include <climits>
+
+#include "runnel/framework/allocator.h"
+#include "runnel/framework/op.h"
+#include "runnel/framework/tensor.h"
+#include "runnel/framework/types.h"
+
+namespace runnel {
+namespace {
+
+TEST(UntrustedDataTypeTest, OutOfRangeValuesNameThemselvesWithoutRecursing) {
+  // DataTypeString once recursed (value - 100 at a time) on these.
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(INT_MAX)),
+            "unknown dtype 2147483647");
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(INT_MIN)),
+            "unknown dtype -2147483648");
+  EXPECT_EQ(DataTypeString(static_cast<DataType>(150)), "unknown dtype 150");
+  EXPECT_EQ(DataTypeString(DT_FLOAT_REF), "float_ref");
+  EXPECT_EQ(DataTypeString(DT_INVALID), "invalid");
+  EXPECT_FALSE(IsRefType(static_cast<DataType>(INT_MAX)));
+}
+
+TEST(UntrustedDataTypeTest, DataTypeIsKnown) {
+  EXPECT_TRUE(DataTypeIsKnown(DT_FLOAT));
+  EXPECT_TRUE(DataTypeIsKnown(DT_UINT64));
+  EXPECT_TRUE(DataTypeIsKnown(DT_INT32_REF));
+  EXPECT_FALSE(DataTypeIsKnown(DT_INT32_REF, /*allow_ref=*/false));
+  EXPECT_FALSE(DataTypeIsKnown(DT_INVALID));
+  EXPECT_TRUE(DataTypeIsKnown(DT_INVALID, true, /*allow_invalid=*/true));
+  for (int v : {24, 99, 100, 124, 199, 200, 1000, INT_MAX, -1, INT_MIN}) {
+    EXPECT_FALSE(DataTypeIsKnown(static_cast<DataType>(v))) << v;
+  }
+}
+
+TEST(UntrustedTensorProtoTest, RejectsUnknownDtype) {
+  TensorProto p;
+  p.set_dtype(static_cast<DataType>(INT_MAX));
+  auto t = Tensor::FromProto(p);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(t.status().message().find("2147483647"), std::string::npos);
+  p.set_dtype(DT_FLOAT_REF);
+  EXPECT_FALSE(Tensor::FromProto(p).ok());
+}
+
+TEST(UntrustedTensorProtoTest, BoolBytesAreNormalised) {
+  TensorProto p;
+  p.set_dtype(DT_BOOL);
+  p.mutable_tensor_shape()->add_dim()->set_size(4);
+  p.set_tensor_content(std::string("\x00\x01\x02\xff", 4));
+  auto t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const auto* raw = static_cast<const uint8_t*>(t->raw_data());
+  EXPECT_EQ(raw[0], 0);
+  EXPECT_EQ(raw[1], 1);
+  EXPECT_EQ(raw[2], 1);
+  EXPECT_EQ(raw[3], 1);
+  // b && !b is false for every element once the bytes are 0/1.
+  for (bool b : t->flat<bool>()) EXPECT_FALSE(b && !b);
+}
+
+TEST(UntrustedTensorProtoTest, HugeDeclaredShapesAreRefusedForEveryDtype) {
+  // A 30-byte proto once allocated gigabytes of std::string objects.
+  for (DataType dt : {DT_STRING, DT_FLOAT, DT_BOOL, DT_COMPLEX128}) {
+    TensorProto p;
+    p.set_dtype(dt);
+    p.mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 40);
+    auto t = Tensor::FromProto(p);
+    ASSERT_FALSE(t.ok()) << DataTypeString(dt);
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted)
+        << t.status();
+  }
+  // The cap is configurable and covers strings.
+  const int64_t old = MaxDecodedTensorBytes();
+  SetMaxDecodedTensorBytes(1 << 20);
+  TensorProto p;
+  p.set_dtype(DT_STRING);
+  p.mutable_tensor_shape()->add_dim()->set_size(1 << 20);
+  p.add_string_val("x");
+  EXPECT_EQ(Tensor::FromProto(p).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  p.mutable_tensor_shape()->mutable_dim(0)->set_size(1000);
+  EXPECT_TRUE(Tensor::FromProto(p).ok());
+  SetMaxDecodedTensorBytes(old);
+}
+
+TEST(UntrustedAllocationTest, LimitTurnsIntoResourceExhausted) {
+  const int64_t old = CpuAllocatorLimit();
+  const int64_t in_use = cpu_allocator()->GetStats().bytes_in_use;
+  SetCpuAllocatorLimit(in_use + (64 << 20));
+  auto big = Tensor::Allocate(cpu_allocator(), DT_FLOAT,
+                              TensorShape({1 << 20, 32}));  // 128 MiB.
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kResourceExhausted);
+  Tensor small(DT_FLOAT, TensorShape({1 << 20, 8}));  // 32 MiB fits.
+  auto copy = small.TryDeepCopy();
+  ASSERT_TRUE(copy.ok());
+  // A third copy would pass the limit: TryDeepCopy reports it.
+  auto third = small.TryDeepCopy();
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kResourceExhausted);
+  SetCpuAllocatorLimit(old);
+  EXPECT_TRUE(small.TryDeepCopy().ok());
+  EXPECT_GT(CpuAllocatorLimit(), int64_t{0});
+}
+
+TEST(UntrustedAttrTest, ValidateAttrsRejectsUnknownTypes) {
+  const OpDef* def = nullptr;
+  OpDef local;
+  local.set_name("TestTypeAttr");
+  auto* a = local.add_attr();
+  a->set_name("T");
+  a->set_type("type");
+  auto* l = local.add_attr();
+  l->set_name("Tlist");
+  l->set_type("list(type)");
+  def = &local;
+  AttrMap attrs;
+  attrs["T"].set_type(static_cast<DataType>(INT_MAX));
+  attrs["Tlist"].mutable_list()->add_type(DT_FLOAT);
+  Status s = ValidateAttrs(*def, attrs);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'T'"), std::string::npos) << s;
+  attrs["T"].set_type(DT_FLOAT);
+  EXPECT_TRUE(ValidateAttrs(*def, attrs).ok());
+  attrs["Tlist"].mutable_list()->add_type(static_cast<DataType>(-7));
+  EXPECT_FALSE(ValidateAttrs(*def, attrs).ok());
+}
+
+}  // namespace
+}  // namespace runnel
