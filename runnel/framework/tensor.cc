@@ -185,6 +185,14 @@ void FillSame(const Src& in, absl::Span<T> out) {
                 [](const auto& v) { return static_cast<T>(v); });
 }
 
+// The elements of a quantized tensor as their storage integers (quantized
+// dtypes have no C++ type of their own here).
+template <typename T>
+absl::Span<T> RawSpan(const Tensor& t) {
+  return absl::Span<T>(static_cast<T*>(t.raw_data()),
+                       static_cast<size_t>(t.NumElements()));
+}
+
 template <typename C, typename Src>
 void FillComplex(const Src& in, absl::Span<C> out) {
   const int64_t pairs = in.size() / 2;
@@ -271,6 +279,22 @@ StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
     case DT_UINT16:
       FillSame(proto.int_val(), t.flat<uint16_t>());
       break;
+    // Quantized types keep their values in int_val, as in TensorFlow.
+    case DT_QINT8:
+      FillSame(proto.int_val(), RawSpan<int8_t>(t));
+      break;
+    case DT_QUINT8:
+      FillSame(proto.int_val(), RawSpan<uint8_t>(t));
+      break;
+    case DT_QINT16:
+      FillSame(proto.int_val(), RawSpan<int16_t>(t));
+      break;
+    case DT_QUINT16:
+      FillSame(proto.int_val(), RawSpan<uint16_t>(t));
+      break;
+    case DT_QINT32:
+      FillSame(proto.int_val(), RawSpan<int32_t>(t));
+      break;
     case DT_INT64:
       FillSame(proto.int64_val(), t.flat<int64_t>());
       break;
@@ -345,6 +369,21 @@ void Tensor::AsProtoField(TensorProto* proto) const {
       break;
     case DT_UINT16:
       for (auto v : flat<uint16_t>()) proto->add_int_val(v);
+      break;
+    case DT_QINT8:
+      for (auto v : RawSpan<int8_t>(*this)) proto->add_int_val(v);
+      break;
+    case DT_QUINT8:
+      for (auto v : RawSpan<uint8_t>(*this)) proto->add_int_val(v);
+      break;
+    case DT_QINT16:
+      for (auto v : RawSpan<int16_t>(*this)) proto->add_int_val(v);
+      break;
+    case DT_QUINT16:
+      for (auto v : RawSpan<uint16_t>(*this)) proto->add_int_val(v);
+      break;
+    case DT_QINT32:
+      for (auto v : RawSpan<int32_t>(*this)) proto->add_int_val(v);
       break;
     case DT_INT64:
       for (auto v : flat<int64_t>()) proto->add_int64_val(v);
@@ -432,6 +471,16 @@ std::string Tensor::ElementString(int64_t i) const {
       return std::to_string(flat<uint8_t>()[i]);
     case DT_UINT16:
       return std::to_string(flat<uint16_t>()[i]);
+    case DT_QINT8:
+      return std::to_string(RawSpan<int8_t>(*this)[i]);
+    case DT_QUINT8:
+      return std::to_string(RawSpan<uint8_t>(*this)[i]);
+    case DT_QINT16:
+      return std::to_string(RawSpan<int16_t>(*this)[i]);
+    case DT_QUINT16:
+      return std::to_string(RawSpan<uint16_t>(*this)[i]);
+    case DT_QINT32:
+      return std::to_string(RawSpan<int32_t>(*this)[i]);
     case DT_INT64:
       return std::to_string(flat<int64_t>()[i]);
     case DT_UINT32:
@@ -466,6 +515,13 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
   const int64_t limit = max_entries < 0 ? n : std::min(n, max_entries);
   std::string out;
   // Walk elements, opening and closing brackets at dimension boundaries.
+  if (n == 0) {
+    // Before the strides: with a zero dim the other dims' product may not
+    // fit in int64.
+    for (int d = 0; d < dims(); ++d) out += "[";
+    for (int d = 0; d < dims(); ++d) out += "]";
+    return out;
+  }
   const auto dimsz = shape_.dim_sizes();
   // blocks[d]: elements in one sub-array rooted at dimension d.
   std::vector<int64_t> strides(dims(), 1);
@@ -473,11 +529,6 @@ std::string Tensor::SummarizeValue(int64_t max_entries) const {
   for (int d = dims() - 1; d >= 0; --d) {
     block *= dimsz[d];
     strides[d] = block;
-  }
-  if (n == 0) {
-    for (int d = 0; d < dims(); ++d) out += "[";
-    for (int d = 0; d < dims(); ++d) out += "]";
-    return out;
   }
   for (int64_t i = 0; i < limit; ++i) {
     int opens = 0;

@@ -88,6 +88,44 @@ TEST(UntrustedTensorProtoTest, HugeDeclaredShapesAreRefusedForEveryDtype) {
   SetMaxDecodedTensorBytes(old);
 }
 
+TEST(UntrustedTensorProtoTest, EmptyTensorWithHugeDimsPrints) {
+  // Zero elements, but the other dims' product overflows int64: printing it
+  // (errors, `runnel run`) once hit signed overflow.
+  TensorProto p;
+  p.set_dtype(DT_FLOAT);
+  for (int64_t d :
+       {int64_t{110}, int64_t{0}, int64_t{1} << 40, int64_t{1} << 40}) {
+    p.mutable_tensor_shape()->add_dim()->set_size(d);
+  }
+  auto t = Tensor::FromProto(p);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->SummarizeValue(10), "[[[[]]]]");
+}
+
+TEST(UntrustedTensorProtoTest, QuantizedTypesRoundTripThroughIntVal) {
+  for (DataType dt : {DT_QINT8, DT_QUINT8, DT_QINT16, DT_QUINT16, DT_QINT32}) {
+    TensorProto p;
+    p.set_dtype(dt);
+    p.mutable_tensor_shape()->add_dim()->set_size(3);
+    p.add_int_val(-1);
+    p.add_int_val(7);
+    auto t = Tensor::FromProto(p);
+    ASSERT_TRUE(t.ok()) << DataTypeString(dt) << ": " << t.status();
+    TensorProto back;
+    t->AsProtoField(&back);
+    ASSERT_EQ(back.int_val_size(), 3) << DataTypeString(dt);
+    const bool is_unsigned = dt == DT_QUINT8 || dt == DT_QUINT16;
+    const int minus_one = dt == DT_QUINT8 ? 255 : dt == DT_QUINT16 ? 65535 : -1;
+    EXPECT_EQ(back.int_val(0), is_unsigned ? minus_one : -1);
+    EXPECT_EQ(back.int_val(1), 7);
+    EXPECT_EQ(back.int_val(2), 7);  // TF's pad-with-last-value rule.
+    auto again = Tensor::FromProto(back);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->DebugString(), t->DebugString());
+    EXPECT_NE(t->DebugString().find("7"), std::string::npos);
+  }
+}
+
 TEST(UntrustedAllocationTest, LimitTurnsIntoResourceExhausted) {
   const int64_t old = CpuAllocatorLimit();
   const int64_t in_use = cpu_allocator()->GetStats().bytes_in_use;

@@ -19,6 +19,7 @@
 #include "leveldb/table_builder.h"
 #include "runnel/base/env.h"
 #include "runnel/io/crc32c.h"
+#include "snappy.h"
 
 namespace runnel {
 namespace {
@@ -273,6 +274,114 @@ Status LevelDbError(const leveldb::Status& s, absl::string_view path) {
                           " is not a valid table: ", s.ToString());
 }
 
+// Note [Untrusted LevelDB tables]: LevelDB trusts the block handles in a
+// table (the footer's index handle, the index block's data-block handles)
+// and allocates `size + 5` bytes -- or a Snappy block's declared
+// uncompressed length -- before it reads anything. A corrupt .index could so
+// ask for exabytes. The index file is in memory, so before handing it to
+// LevelDB we walk its structure once and refuse any handle that leaves the
+// file or any Snappy block that claims to expand more than Snappy can.
+// LevelDB still checks everything else (checksums, block contents).
+constexpr uint64_t kTableMagic = 0xdb4775248b80fb57ull;
+constexpr size_t kFooterSize = 48;
+constexpr size_t kBlockTrailer = 5;  // Type byte + masked CRC-32C.
+
+bool GetVarint(absl::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift <= 63 && !in->empty(); shift += 7) {
+    const uint8_t byte = static_cast<uint8_t>(in->front());
+    in->remove_prefix(1);
+    *v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) return true;
+  }
+  return false;
+}
+
+uint32_t DecodeFixed32At(absl::string_view s, size_t pos) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) {
+    v = (v << 8) | static_cast<uint8_t>(s[pos + i]);
+  }
+  return v;
+}
+
+// Checks that the block at (offset, size) lies before the footer and, if
+// Snappy-compressed, declares a plausible length; gives its contents
+// (uncompressed) when `contents` is not null.
+Status CheckBlock(absl::string_view file, uint64_t offset, uint64_t size,
+                  const std::string& path, std::string* contents) {
+  const uint64_t limit = file.size() - kFooterSize;
+  if (offset > limit || size > limit - offset ||
+      limit - offset - size < kBlockTrailer) {
+    return errors::DataLoss("checkpoint index ", path, ": a block at offset ",
+                            offset, " of ", size, " bytes lies outside the ",
+                            file.size(), "-byte file");
+  }
+  absl::string_view raw = file.substr(offset, size);
+  const char type = file[offset + size];
+  if (type == 1) {  // Snappy.
+    size_t ulength = 0;
+    if (!snappy::GetUncompressedLength(raw.data(), raw.size(), &ulength) ||
+        ulength > 32 * size + 64) {
+      return errors::DataLoss("checkpoint index ", path,
+                              ": a compressed block at offset ", offset,
+                              " claims an impossible length");
+    }
+    if (contents != nullptr &&
+        !snappy::Uncompress(raw.data(), raw.size(), contents)) {
+      return errors::DataLoss("checkpoint index ", path,
+                              ": corrupt compressed block at offset ", offset);
+    }
+  } else if (contents != nullptr) {
+    contents->assign(raw.data(), raw.size());
+  }
+  return absl::OkStatus();
+}
+
+Status CheckTableHandles(absl::string_view file, const std::string& path) {
+  auto bad = [&](absl::string_view what) {
+    return errors::DataLoss("checkpoint index ", path,
+                            " is not a table: ", what);
+  };
+  if (file.size() < kFooterSize) return bad("shorter than a footer");
+  absl::string_view footer = file.substr(file.size() - kFooterSize);
+  const uint64_t magic =
+      DecodeFixed32At(footer, 40) |
+      (static_cast<uint64_t>(DecodeFixed32At(footer, 44)) << 32);
+  if (magic != kTableMagic) return bad("bad magic number");
+  uint64_t meta_offset, meta_size, index_offset, index_size;
+  if (!GetVarint(&footer, &meta_offset) || !GetVarint(&footer, &meta_size) ||
+      !GetVarint(&footer, &index_offset) || !GetVarint(&footer, &index_size)) {
+    return bad("bad footer");
+  }
+  RETURN_IF_ERROR(CheckBlock(file, meta_offset, meta_size, path, nullptr));
+  std::string index;
+  RETURN_IF_ERROR(CheckBlock(file, index_offset, index_size, path, &index));
+  // Block: entries, then num_restarts uint32 restart offsets, then
+  // num_restarts itself.
+  if (index.size() < 4) return bad("index block too short");
+  const uint64_t restarts = DecodeFixed32At(index, index.size() - 4);
+  if (restarts > (index.size() - 4) / 4) return bad("bad index block");
+  absl::string_view entries(index.data(), index.size() - 4 - 4 * restarts);
+  while (!entries.empty()) {
+    uint64_t shared, non_shared, value_length;
+    if (!GetVarint(&entries, &shared) || !GetVarint(&entries, &non_shared) ||
+        !GetVarint(&entries, &value_length) || non_shared > entries.size() ||
+        value_length > entries.size() - non_shared) {
+      return bad("bad index block entry");
+    }
+    entries.remove_prefix(non_shared);
+    absl::string_view handle = entries.substr(0, value_length);
+    entries.remove_prefix(value_length);
+    uint64_t offset, size;
+    if (!GetVarint(&handle, &offset) || !GetVarint(&handle, &size)) {
+      return bad("bad block handle");
+    }
+    RETURN_IF_ERROR(CheckBlock(file, offset, size, path, nullptr));
+  }
+  return absl::OkStatus();
+}
+
 Status ParseEntry(absl::string_view key, absl::string_view value,
                   BundleEntryProto* entry) {
   if (!entry->ParseFromArray(value.data(), static_cast<int>(value.size()))) {
@@ -504,6 +613,8 @@ BundleReader::BundleReader(std::string prefix) : prefix_(std::move(prefix)) {
     return;
   }
   status_ = ReadFileToString(path, &contents);
+  if (!status_.ok()) return;
+  status_ = CheckTableHandles(contents, path);
   if (!status_.ok()) return;
   const uint64_t size = contents.size();
   index_file_ = std::make_unique<StringSource>(std::move(contents));

@@ -782,5 +782,46 @@ TEST(TensorBundleTest, NulInPrefixIsRefused) {
             absl::StatusCode::kInvalidArgument);
 }
 
+std::string Varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+
+TEST(TensorBundleTest, IndexBlockHandlesOutsideTheFileAreDataLoss) {
+  // LevelDB allocates a block's size before reading it: a footer claiming a
+  // 1 TiB index block once made it try (bad_alloc -> abort).
+  const std::string p = MakeTempDir() + "/handles";
+  {
+    BundleWriter w(p);
+    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
+    ASSERT_TRUE(w.Finish().ok());
+  }
+  const std::string index = ReadFile(MetaFilename(p));
+  ASSERT_GT(index.size(), 48u);
+  const std::string magic = index.substr(index.size() - 8);
+  for (uint64_t size :
+       {uint64_t{1} << 40, uint64_t{index.size()}, ~uint64_t{0} >> 1}) {
+    std::string footer = Varint(0) + Varint(0) + Varint(0) + Varint(size);
+    footer.resize(40, '\0');
+    footer += magic;
+    WriteFile(MetaFilename(p), index.substr(0, index.size() - 48) + footer);
+    BundleReader r(p);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss)
+        << size << ": " << r.status();
+  }
+  // A bad magic number is DataLoss too; the intact file still reads.
+  WriteFile(MetaFilename(p), index.substr(0, index.size() - 1) + "x");
+  EXPECT_EQ(BundleReader(p).status().code(), absl::StatusCode::kDataLoss);
+  WriteFile(MetaFilename(p), index);
+  BundleReader ok(p);
+  ASSERT_TRUE(ok.status().ok()) << ok.status();
+  EXPECT_EQ(ReadTensor(ok, "x").NumElements(), 2);
+}
+
 }  // namespace
 }  // namespace runnel
