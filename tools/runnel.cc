@@ -4,7 +4,7 @@
 //   NODE]...
 //                    [--init NODE]... [--repeat N] [--json]
 //                    [--allow_io | --untrusted] [--timeout_ms N]
-//                    [--max_graph_bytes N]
+//                    [--max_graph_bytes N] [--memory_limit_mb N]
 //   runnel inspect GRAPH [--max_graph_bytes N]
 //   runnel ops
 //
@@ -31,7 +31,9 @@
 // and writes only where the user said, so it is allowed (those feeds are
 // given to the --init steps too, so the graph's own path is never used).
 // --allow_io trusts the graph: all I/O ops run and there is no default
-// timeout (--timeout_ms still applies when given).
+// timeout (--timeout_ms still applies when given). --memory_limit_mb N caps
+// the bytes of tensors alive at once in the whole run (default: 80% of RAM,
+// the CPU allocator's limit); an op past it fails with RESOURCE_EXHAUSTED.
 //
 // Errors go to stderr with exit status 1 (2 for usage errors); a step that
 // runs past its timeout is an error like any other (DeadlineExceeded).
@@ -50,6 +52,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runnel/base/env.h"
+#include "runnel/framework/allocator.h"
+#include "runnel/framework/tensor.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/tensor_id.h"
 #include "runnel/runtime/session.h"
@@ -63,15 +67,17 @@ int Usage() {
                "  runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... "
                "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
                "             [--allow_io | --untrusted] [--timeout_ms N] "
-               "[--max_graph_bytes N]\n"
+               "[--max_graph_bytes N] [--memory_limit_mb N]\n"
                "  runnel inspect GRAPH [--max_graph_bytes N]\n"
                "  runnel ops\n"
                "run treats GRAPH as untrusted unless --allow_io: ops that "
                "touch files are refused\n"
                "(except checkpoint ops whose paths are --feed values) and "
                "each step times out\n"
-               "after --timeout_ms (default 60000; 0: none). See "
-               "SECURITY.md.\n";
+               "after --timeout_ms (default 60000; 0: none). "
+               "--memory_limit_mb caps the tensor memory\n"
+               "of the whole run (an op past it fails with "
+               "RESOURCE_EXHAUSTED). See SECURITY.md.\n";
   return 2;
 }
 
@@ -283,6 +289,17 @@ int Run(const std::vector<std::string>& args) {
         std::cerr << "runnel: --max_graph_bytes wants a positive size\n";
         return 2;
       }
+    } else if (a == "--memory_limit_mb" && value(&v)) {
+      int64_t mb = 0;
+      if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 30)) {
+        std::cerr << "runnel: --memory_limit_mb wants a positive size in "
+                     "MiB\n";
+        return 2;
+      }
+      // Every tensor comes from the CPU allocator, so its limit bounds the
+      // run; a decoded constant may not take more than the whole budget.
+      SetCpuAllocatorLimit(mb << 20);
+      SetMaxDecodedTensorBytes(std::min(MaxDecodedTensorBytes(), mb << 20));
     } else if (!a.empty() && a[0] != '-' && graph_path.empty()) {
       graph_path = a;
     } else {

@@ -136,6 +136,24 @@ check "timeout took under 30 s" 1 "$(( $(date +%s) - start < 30 ))"
 "$runnel" run "$tmp/forever.pbtxt" --fetch w/Exit --timeout_ms soon >/dev/null 2>&1
 check "bad --timeout_ms is a usage error" 2 "$?"
 
+# A memory budget: a 4 GB Fill fails cleanly under --memory_limit_mb 256.
+cat > "$tmp/bigfill.pbtxt" <<'PB'
+node { name: "dims" op: "Const" attr { key: "dtype" value { type: DT_INT64 } }
+  attr { key: "value" value { tensor { dtype: DT_INT64 tensor_shape { dim { size: 2 } }
+    int64_val: 32768 int64_val: 32768 } } } }
+node { name: "v" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+node { name: "big" op: "Fill" input: "dims" input: "v"
+  attr { key: "T" value { type: DT_FLOAT } }
+  attr { key: "index_type" value { type: DT_INT64 } } }
+PB
+err=$("$runnel" run "$tmp/bigfill.pbtxt" --fetch big --memory_limit_mb 256 2>&1 >/dev/null)
+check "over the memory limit exits 1" 1 "$?"
+case "$err" in *RESOURCE_EXHAUSTED*"'big'"*) echo "ok   memory limit message names the node";;
+  *) echo "FAIL memory limit message: $err"; fail=1;; esac
+"$runnel" run "$tmp/bigfill.pbtxt" --fetch big --memory_limit_mb lots >/dev/null 2>&1
+check "bad --memory_limit_mb is a usage error" 2 "$?"
+
 # Hostile feeds and files: errors and exit codes, never a crash.
 deep=$(awk 'BEGIN { for (i = 0; i < 100000; i++) printf "["; }')
 err=$("$runnel" run "$tf/graphs/tf_addition/model.pb" --feed "x=$deep" --feed y=1 --fetch z 2>&1 >/dev/null)
