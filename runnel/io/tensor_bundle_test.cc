@@ -509,6 +509,13 @@ TEST(TensorBundleTest, EveryIndexByteFlipIsHandled) {
 }
 
 // An entry whose size disagrees with its shape (a crafted index).
+// Writes the bundle `p` holding one tensor, x = [1, 2].
+void WriteOneFloatBundle(const std::string& p) {
+  BundleWriter w(p);
+  ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
+  ASSERT_TRUE(w.Finish().ok());
+}
+
 // Writes `prefix`.index with LevelDB directly: a header and entries that
 // BundleWriter would never produce.
 void WriteCraftedIndex(const std::string& prefix, const BundleHeaderProto& h,
@@ -530,11 +537,7 @@ void WriteCraftedIndex(const std::string& prefix, const BundleHeaderProto& h,
 
 TEST(TensorBundleTest, EntrySizeMismatchIsDataLoss) {
   const std::string p = MakeTempDir() + "/crafted";
-  {
-    BundleWriter w(p);
-    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
-    ASSERT_TRUE(w.Finish().ok());
-  }
+  WriteOneFloatBundle(p);
   // Rebuild the index with a wrong shape for x.
   BundleReader r0(p);
   BundleEntryProto e;
@@ -685,11 +688,7 @@ TEST(TensorBundleTest, MergeOntoSamePrefix) {
 // Untrusted bundles (issue 15): each of these once crashed the process.
 TEST(TensorBundleTest, HugeShardCountIsRefusedBeforeAnythingIsSized) {
   const std::string p = MakeTempDir() + "/shards";
-  {
-    BundleWriter w(p);
-    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
-    ASSERT_TRUE(w.Finish().ok());
-  }
+  WriteOneFloatBundle(p);
   BundleReader r0(p);
   BundleEntryProto e;
   ASSERT_TRUE(r0.GetEntry("x", &e).ok());
@@ -720,11 +719,7 @@ TEST(TensorBundleTest, MergeChecksEveryShardBeforeMovingAny) {
 
 TEST(TensorBundleTest, InvalidEntryDtypeIsRefused) {
   const std::string p = MakeTempDir() + "/dtype";
-  {
-    BundleWriter w(p);
-    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
-    ASSERT_TRUE(w.Finish().ok());
-  }
+  WriteOneFloatBundle(p);
   BundleReader r0(p);
   BundleEntryProto e;
   ASSERT_TRUE(r0.GetEntry("x", &e).ok());
@@ -796,11 +791,7 @@ TEST(TensorBundleTest, IndexBlockHandlesOutsideTheFileAreDataLoss) {
   // LevelDB allocates a block's size before reading it: a footer claiming a
   // 1 TiB index block once made it try (bad_alloc -> abort).
   const std::string p = MakeTempDir() + "/handles";
-  {
-    BundleWriter w(p);
-    ASSERT_TRUE(w.Add("x", Tensor::FromVector<float>({1, 2})).ok());
-    ASSERT_TRUE(w.Finish().ok());
-  }
+  WriteOneFloatBundle(p);
   const std::string index = ReadFile(MetaFilename(p));
   ASSERT_GT(index.size(), 48u);
   const std::string magic = index.substr(index.size() - 8);

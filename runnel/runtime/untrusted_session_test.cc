@@ -182,35 +182,31 @@ TEST(UntrustedSessionTest, HarmlessGraphRunsInUntrustedMode) {
   ExpectHarmlessGraphRuns(s->get());
 }
 
-TEST(UntrustedSessionTest, SameGraphRunsWhenTrusted) {
-  auto s = NewSession();
+// Creates a session with `o`, loads the saver graph and saves to a fresh
+// prefix: the save must succeed and write its index.
+void ExpectSaveGraphRuns(const SessionOptions& o, const std::string& name) {
+  auto s = NewSession(o);
   ASSERT_OK(s.status());
   ASSERT_OK((*s)->Create(Text(kSaveGraph)));
-  const std::string prefix = TempPrefix("trusted");
+  const std::string prefix = TempPrefix(name);
   ASSERT_OK(RunSave(s->get(), prefix));
   EXPECT_TRUE(FileExists(prefix + ".index"));
+}
+
+TEST(UntrustedSessionTest, SameGraphRunsWhenTrusted) {
+  ExpectSaveGraphRuns(SessionOptions(), "trusted");
 }
 
 TEST(UntrustedSessionTest, SameGraphRunsWhenItsOpIsAllowed) {
   SessionOptions o = Untrusted();
   o.allowed_io_ops = {"SaveV2"};
-  auto s = NewSession(o);
-  ASSERT_OK(s.status());
-  ASSERT_OK((*s)->Create(Text(kSaveGraph)));
-  const std::string prefix = TempPrefix("allowed_op");
-  ASSERT_OK(RunSave(s->get(), prefix));
-  EXPECT_TRUE(FileExists(prefix + ".index"));
+  ExpectSaveGraphRuns(o, "allowed_op");
 }
 
 TEST(UntrustedSessionTest, SameGraphRunsWhenItsNodeIsAllowed) {
   SessionOptions o = Untrusted();
   o.allowed_io_nodes = {"save/SaveV2"};
-  auto s = NewSession(o);
-  ASSERT_OK(s.status());
-  ASSERT_OK((*s)->Create(Text(kSaveGraph)));
-  const std::string prefix = TempPrefix("allowed_node");
-  ASSERT_OK(RunSave(s->get(), prefix));
-  EXPECT_TRUE(FileExists(prefix + ".index"));
+  ExpectSaveGraphRuns(o, "allowed_node");
 }
 
 TEST(UntrustedSessionTest, AllowingOtherNodesOrOpsDoesNotAllowThisOne) {
