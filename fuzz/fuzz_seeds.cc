@@ -7,7 +7,7 @@
 // TensorFlow's own files in TESTDATA_TF_DIR (graphs, checkpoints, records,
 // meta graphs, SavedModels), plus small generated inputs: TFRecord files in
 // every compression, tf.Examples with the example harness's features and
-// one input per registered op for the kernel harness.
+// one input per registered op for the kernel harness, feed values.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -213,6 +213,23 @@ void AddKernelSeeds(Seeds& seeds) {
   }
 }
 
+// The feed parser harness: dtype index (into AllTypes()), declared-shape
+// index, value text.
+void AddFeedSeeds(Seeds& seeds) {
+  const char* kTexts[] = {
+      "[[1, 2], [3, 4]]", "1.5", "-7",   "'abc'", "\"x y\"", "true", "[]",
+      "[[], []]",         "nan", "-inf", "word",  "[1, [2]]"};
+  int k = 0;
+  for (const char* text : kTexts) {
+    for (char dtype : {0, 1, 3}) {
+      const std::string name = absl::StrCat("value.", k);
+      seeds.Add("feed_parser", name,
+                std::string{dtype, static_cast<char>(k % 5)} + text);
+      ++k;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace runnel::fuzz
 
@@ -230,6 +247,7 @@ int main(int argc, char** argv) {
   AddRecords(seeds, records);
   AddExamples(seeds, examples);
   AddKernelSeeds(seeds);
+  AddFeedSeeds(seeds);
   seeds.Report();
   return 0;
 }

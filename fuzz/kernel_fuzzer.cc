@@ -5,8 +5,9 @@
 // input tensor per input slot (rank 0-6, zero-size and huge-but-empty dims,
 // NaN/Inf/INT_MIN/out-of-range values). The node runs in a session on
 // Const inputs under a step timeout; reference inputs come from an
-// initialised VariableV2 and resource inputs from an initialised
-// VarHandleOp.
+// initialised VariableV2, resource inputs from a TensorArrayV3, StackV2 or
+// FIFOQueueV2 for those ops' families and an initialised VarHandleOp for
+// the rest (sometimes the wrong kind, to check the kernels' type checks).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -302,38 +303,76 @@ DataType ResourceValueType(const AttrMap& attrs) {
   return DT_FLOAT;
 }
 
-// Adds the producer of one input of dtype `dt` (a reference when `is_ref`)
-// and returns its name.
-// `previous` is the shape of the input before (none for the first).
-std::string AddInput(FuzzInput& in, int i, DataType dt, bool is_ref,
-                     const AttrMap& attrs, std::optional<TensorShape>* previous,
-                     Built* b) {
+// Adds a resource of the kind `op` works on (a TensorArray, stack or queue
+// for their ops; a resource variable, initialised, for the rest) and
+// returns its handle. Now and then the kind is wrong on purpose.
+std::string AddResource(FuzzInput& in, const std::string& name,
+                        const std::string& op, const Tensor& value, Built* b) {
+  const uint8_t pick = in.Byte();
+  std::string kind = "Var";
+  for (const char* prefix : {"TensorArray", "Stack", "Queue"}) {
+    if (op.rfind(prefix, 0) == 0) kind = prefix;
+  }
+  if (pick >= 240)
+    kind = in.Pick(
+        std::vector<std::string>{"Var", "TensorArray", "Stack", "Queue"});
+  const DataType dt = value.dtype();
+  if (kind == "TensorArray" || kind == "Stack") {
+    const std::string size = name + "/size";
+    AddConst(&b->graph, size,
+             Tensor::Scalar<int32_t>(static_cast<int32_t>(in.Range(0, 4)) -
+                                     (kind == "Stack" ? 1 : 0)));
+    NodeDef* n = AddNode(&b->graph, name,
+                         kind == "Stack" ? "StackV2" : "TensorArrayV3", {size});
+    (*n->mutable_attr())[kind == "Stack" ? "elem_type" : "dtype"].set_type(dt);
+    if (kind == "TensorArray") {
+      (*n->mutable_attr())["dynamic_size"] = MakeAttrValue(in.Bool());
+    }
+    return name;
+  }
+  if (kind == "Queue") {
+    NodeDef* n = AddNode(&b->graph, name, "FIFOQueueV2");
+    (*n->mutable_attr())["component_types"].mutable_list()->add_type(dt);
+    return name;
+  }
+  const std::string init_value = name + "/value";
+  AddConst(&b->graph, init_value, value);
+  NodeDef* var = AddNode(&b->graph, name, "VarHandleOp");
+  (*var->mutable_attr())["dtype"].set_type(dt);
+  (*var->mutable_attr())["shape"] = MakeAttrValue(value.shape());
+  NodeDef* init = AddNode(&b->graph, name + "/init", "AssignVariableOp",
+                          {name, init_value});
+  (*init->mutable_attr())["dtype"].set_type(dt);
+  b->init_targets.push_back(init->name());
+  return name;
+}
+
+// Adds the producer of input `i` of `op` with dtype `dt` (a reference when
+// `is_ref`) and returns its name. `previous` is the shape of the input
+// before (none for the first).
+std::string AddInput(FuzzInput& in, int i, const std::string& op, DataType dt,
+                     bool is_ref, const AttrMap& attrs,
+                     std::optional<TensorShape>* previous, Built* b) {
   const std::string name = absl::StrCat("in", i);
   const DataType value_type = dt == DT_RESOURCE ? ResourceValueType(attrs) : dt;
   StatusOr<Tensor> value =
       FuzzTensor(in, value_type, previous->has_value() ? &**previous : nullptr);
   if (!value.ok()) value = Tensor::Scalar<float>(0);
   *previous = value->shape();
-  if (!is_ref && dt != DT_RESOURCE) {
+  if (dt == DT_RESOURCE) return AddResource(in, name, op, *value, b);
+  if (!is_ref) {
     AddConst(&b->graph, name, *value);
     return name;
   }
+  // A reference: an initialised VariableV2.
   const std::string init_value = name + "/value";
   AddConst(&b->graph, init_value, *value);
-  NodeDef* var = nullptr;
-  NodeDef* init = nullptr;
-  if (is_ref) {
-    var = AddNode(&b->graph, name, "VariableV2");
-    init = AddNode(&b->graph, name + "/init", "Assign", {name, init_value});
-    (*init->mutable_attr())["T"].set_type(value->dtype());
-  } else {
-    var = AddNode(&b->graph, name, "VarHandleOp");
-    init = AddNode(&b->graph, name + "/init", "AssignVariableOp",
-                   {name, init_value});
-    (*init->mutable_attr())["dtype"].set_type(value->dtype());
-  }
+  NodeDef* var = AddNode(&b->graph, name, "VariableV2");
   (*var->mutable_attr())["dtype"].set_type(value->dtype());
   (*var->mutable_attr())["shape"] = MakeAttrValue(value->shape());
+  NodeDef* init =
+      AddNode(&b->graph, name + "/init", "Assign", {name, init_value});
+  (*init->mutable_attr())["T"].set_type(value->dtype());
   b->init_targets.push_back(init->name());
   return name;
 }
@@ -358,8 +397,9 @@ bool BuildGraph(FuzzInput& in, Built* b) {
   std::optional<TensorShape> previous;
   for (size_t i = 0; i < in_types.size(); ++i) {
     const bool is_ref = IsRefType(in_types[i]);
-    inputs.push_back(AddInput(in, static_cast<int>(i), BaseType(in_types[i]),
-                              is_ref, with_defaults, &previous, b));
+    inputs.push_back(AddInput(in, static_cast<int>(i), op.name(),
+                              BaseType(in_types[i]), is_ref, with_defaults,
+                              &previous, b));
   }
   NodeDef* node = AddNode(&b->graph, "op", op.name(), inputs);
   for (const auto& [name, value] : attrs) (*node->mutable_attr())[name] = value;

@@ -21,7 +21,7 @@ else
   build=${FUZZ_BUILD:-build-fuzz$opt}
 fi
 work=${FUZZ_WORK:-$build/work}
-all_harnesses="graphdef session tensor_proto tensor_bundle record example meta_graph kernel"
+all_harnesses="graphdef session tensor_proto tensor_bundle record example meta_graph kernel feed_parser"
 harnesses=${FUZZ_HARNESSES:-$all_harnesses}
 
 start=$(date +%s)
