@@ -39,13 +39,7 @@ void FuzzTensorProto(const uint8_t* data, size_t size) {
 
   TensorProto fields, content;
   t->AsProtoField(&fields);
-  // Quantized dtypes decode from tensor_content only, and AsProtoField
-  // writes no values for them (/work/fuzz-findings.md #3): not checked
-  // until that is fixed.
-  const DataType dt = t->dtype();
-  const bool quantized = dt == DT_QINT8 || dt == DT_QUINT8 || dt == DT_QINT16 ||
-                         dt == DT_QUINT16 || dt == DT_QINT32;
-  if (!quantized) CheckRoundTrip(*t, fields);
+  CheckRoundTrip(*t, fields);
   t->AsProtoTensorContent(&content);
   CheckRoundTrip(*t, content);
 }
