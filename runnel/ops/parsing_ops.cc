@@ -203,9 +203,16 @@ Status InitExampleConfig(int64_t num_sparse, int64_t num_dense,
           "] has unknown rank or unknown inner dimensions: ", s.DebugString());
     }
     d.variable_length = s.dims() > 0 && s.dim_size(0) == -1;
-    for (int k = d.variable_length ? 1 : 0; k < s.dims(); ++k) {
-      d.row_shape.AddDim(s.dim_size(k));
+    // The attr is untrusted: a row shape like [2^40, 2^40] must be an error,
+    // not an overflowing element count.
+    const auto dims = s.dim_sizes();
+    StatusOr<TensorShape> row = TensorShape::FromDims(
+        absl::MakeConstSpan(dims).subspan(d.variable_length ? 1 : 0));
+    if (!row.ok()) {
+      return errors::InvalidArgument("dense_shapes[", i,
+                                     "]: ", row.status().message());
     }
+    d.row_shape = *std::move(row);
     d.stride = d.row_shape.num_elements();
   }
   return absl::OkStatus();

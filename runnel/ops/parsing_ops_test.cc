@@ -519,6 +519,27 @@ TEST(ParseExampleTest, BadInputs) {
   unknown_inner.dense[0].shape = PartialTensorShape({2, -1});
   ExpectInvalid(ParseExample({good}, {}, unknown_inner).status(),
                 "unknown inner dimensions");
+  // A row shape whose element count overflows int64 (found by
+  // fuzz/kernel_fuzzer): InvalidArgument from the shape function and the
+  // kernel, for ParseExample and ParseSingleExample, fixed- or
+  // variable-length.
+  const int64_t big = int64_t{1} << 40;
+  ParseSpec huge = spec;
+  huge.dense[0].shape = PartialTensorShape({big, big, big});
+  ExpectInvalid(ParseExample({good}, {}, huge).status(), "too many elements");
+  ExpectInvalid(ParseSingleExample(good, huge).status(), "too many elements");
+  huge.dense[0].shape = PartialTensorShape({-1, big, big});
+  ExpectInvalid(ParseExample({good}, {}, huge).status(), "dense_shapes[0]");
+  {
+    OpTestCase t("ParseExample");
+    t.Attr("Nsparse", int64_t{0}).Attr("Ndense", int64_t{1});
+    AddTypeAttrs(huge, &t);
+    t.Input(Strings({good}))
+        .Input(Strings({}))
+        .Input(Tensor::Scalar<tstring>("f"))
+        .Input(EmptyDefault(DT_FLOAT));
+    ExpectInvalid(t.RunKernelOnly(), "too many elements");
+  }
 
   // serialized must be a vector; names empty or matching.
   {
