@@ -479,7 +479,16 @@ Status TensorArray::LockedRead(OpKernelContext* ctx, int32_t index,
           element_shape_.DebugString(),
           ". With a fully defined element_shape the read returns zeros.");
     } else {
-      shape = *element_shape_.AsTensorShape();
+      // element_shape comes from an attr: its element count may overflow.
+      StatusOr<TensorShape> full =
+          TensorShape::FromDims(element_shape_.dim_sizes());
+      if (!full.ok()) {
+        return errors::InvalidArgument(
+            "TensorArray ", name_, ": Could not read from TensorArray index ",
+            index, " as zeros of element_shape ", element_shape_.DebugString(),
+            ": ", full.status().message());
+      }
+      shape = *std::move(full);
     }
     if (i >= tensors_.size()) {
       const size_t old_size = tensors_.size();

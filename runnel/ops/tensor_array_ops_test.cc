@@ -268,6 +268,12 @@ TEST(TensorArrayTest, ReadOfUnwrittenIndex) {
   // Partially known: still an error.
   Tensor h3 = NewTA(DT_FLOAT, 3, {.element_shape = PartialTensorShape({-1})});
   ExpectInvalid(Read(h3, 0, DT_FLOAT).status(), "[?]");
+  // An element count that overflows int64 (an untrusted attr): an error,
+  // not zeros of a wrapped-around size.
+  const int64_t big = int64_t{1} << 40;
+  Tensor h4 = NewTA(DT_FLOAT, 3,
+                    {.element_shape = PartialTensorShape({big, big, big})});
+  ExpectInvalid(Read(h4, 0, DT_FLOAT).status(), "too many elements");
 }
 
 TEST(TensorArrayTest, ReadOutOfRangeAndWrongDtype) {
