@@ -91,7 +91,8 @@ StatusOr<TensorShape> PartialTensorShape::AsTensorShape() const {
     return errors::InvalidArgument("shape ", DebugString(),
                                    " is not fully defined");
   }
-  return TensorShape(dims_);
+  // Through FromDims: dims from attrs or protos may overflow the count.
+  return TensorShape::FromDims(dims_);
 }
 
 bool PartialTensorShape::IsCompatibleWith(const TensorShape& shape) const {

@@ -126,6 +126,15 @@ TEST(UntrustedTensorProtoTest, QuantizedTypesRoundTripThroughIntVal) {
   }
 }
 
+TEST(UntrustedShapeTest, AsTensorShapeChecksTheElementCount) {
+  // Dims from an attr (a shape-typed attr) whose product overflows int64.
+  PartialTensorShape big({int64_t{1} << 40, int64_t{1} << 40});
+  auto t = big.AsTensorShape();
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(PartialTensorShape({2, 3}).AsTensorShape().ok());
+  EXPECT_EQ(PartialTensorShape({2, 3}).AsTensorShape()->num_elements(), 6);
+}
+
 TEST(UntrustedAllocationTest, LimitTurnsIntoResourceExhausted) {
   const int64_t old = CpuAllocatorLimit();
   const int64_t in_use = cpu_allocator()->GetStats().bytes_in_use;
