@@ -42,6 +42,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "runnel/framework/allocator.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/resource_mgr.h"
@@ -54,6 +55,22 @@ namespace {
 // size); each element costs ~100 bytes of bookkeeping before any data, so a
 // bad size would exhaust memory instead of failing cleanly.
 constexpr int64_t kMaxTensorArraySize = int64_t{1} << 24;
+
+// The bookkeeping of `elements` slots is host memory the CPU allocator never
+// sees, so it is checked against the allocator's remaining budget: an array
+// sized by a hostile graph fails with ResourceExhausted, like a tensor.
+Status CheckBookkeepingFits(absl::string_view name, int64_t elements) {
+  const int64_t need = elements * static_cast<int64_t>(sizeof(Tensor) + 64);
+  const int64_t left =
+      CpuAllocatorLimit() - cpu_allocator()->GetStats().bytes_in_use;
+  if (need > left) {
+    return errors::ResourceExhausted("TensorArray ", name, " of ", elements,
+                                     " elements needs ", need,
+                                     " bytes of bookkeeping; only ", left,
+                                     " are left under the memory limit");
+  }
+  return absl::OkStatus();
+}
 
 // ---------------------------------------------------------------------------
 // Element helpers
@@ -367,6 +384,8 @@ class TensorArray : public ResourceBase {
                                      kMaxTensorArraySize);
     }
     if (static_cast<size_t>(index) >= tensors_.size()) {
+      RETURN_IF_ERROR(CheckBookkeepingFits(
+          name_, int64_t{index} + 1 - static_cast<int64_t>(tensors_.size())));
       tensors_.resize(static_cast<size_t>(index) + 1);
     }
     return absl::OkStatus();
@@ -665,6 +684,7 @@ class TensorArrayV3Kernel : public OpKernel {
                 errors::InvalidArgument("TensorArray size ", size,
                                         " is beyond the maximum ",
                                         kMaxTensorArraySize));
+    OP_REQUIRES_OK(ctx, CheckBookkeepingFits(tensor_array_name_, size));
     ResourceMgr* rm = ctx->step_resource_manager();
     OP_REQUIRES(ctx, rm != nullptr,
                 errors::FailedPrecondition("no per-step resource manager"));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runnel/framework/allocator.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/resource_handle.h"
 #include "runnel/graph/gradients.h"
@@ -335,6 +336,18 @@ TEST(TensorArrayTest, BadSizes) {
     OpTestCase t("TensorArrayV3");
     t.Attr("dtype", DT_FLOAT).Input<int32_t>({}, {2000000000});
     ExpectInvalid(t.Run(), "beyond the maximum");
+  }
+  {
+    // Within the maximum but over the memory budget: the slots' bookkeeping
+    // counts against the CPU allocator's limit.
+    const int64_t old = CpuAllocatorLimit();
+    SetCpuAllocatorLimit(cpu_allocator()->GetStats().bytes_in_use + (1 << 20));
+    OpTestCase t("TensorArrayV3");
+    t.Attr("dtype", DT_FLOAT).Input<int32_t>({}, {1 << 22});
+    Status s = t.Run();
+    SetCpuAllocatorLimit(old);
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr("bookkeeping"));
   }
 }
 
