@@ -69,9 +69,9 @@ class FuzzInput {
 // Process-wide setup, done once however often it is called: caps the CPU
 // allocator (so a huge tensor fails as ResourceExhausted long before
 // libFuzzer's -rss_limit_mb, and a kernel filling its biggest output, which
-// no step timeout interrupts, stays well under libFuzzer's -timeout) and the size of a tensor decoded from a
-// TensorProto (so a tiny proto cannot make one input take seconds), and
-// silences protobuf's parse-error log.
+// no step timeout interrupts, stays well under libFuzzer's -timeout) and the
+// size of a tensor decoded from a TensorProto (so a tiny proto cannot make one
+// input take seconds), and silences protobuf's parse-error log.
 void InitFuzzing();
 
 // The caps InitFuzzing sets.
