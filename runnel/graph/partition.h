@@ -1,0 +1,102 @@
+// The partitioner (whitepaper §3.2.2, TensorFlow's graph_partition.cc):
+// splits a placed Graph into one GraphDef per partition (per device, by
+// default), replacing every edge that crosses partitions with a
+// _Send/_Recv pair that meets in the step's rendezvous.
+//
+//   PartitionOptions opts;
+//   opts.get_incarnation = [&](const std::string& d) { ... };
+//   std::map<std::string, GraphDef> parts;
+//   RETURN_IF_ERROR(Partition(opts, graph, &parts));
+//   // parts["/job:localhost/replica:0/task:0/device:CPU:1"] is that
+//   // device's graph; import it with ImportGraphDefOptions
+//   // {.allow_internal_ops = true}.
+//
+// Note [Partitioning]. Every node goes to the partition node_to_loc names,
+// with its attrs unchanged and NodeDef.device set to its assigned device.
+// For a data edge src:k -> dst whose ends are in different partitions, the
+// src partition gets `_Send(src:k)` and the dst partition `_Recv`, which
+// feeds dst; there is one Send/Recv pair per (src, k, dst partition, recv
+// memory type), shared by all the consumers of src:k there. Both ends carry
+//   T / tensor_type          the edge's value type (a ref output is sent by
+//                            value; a ref *input* cannot be fed across
+//                            partitions: InvalidArgument),
+//   tensor_name              "edge_<edge id>_<src name>" (edge ids are
+//                            unique in the graph, so names are unique per
+//                            step),
+//   send_device, recv_device the assigned devices of src and dst,
+//   send_device_incarnation  get_incarnation(send_device), bit-cast to int64,
+//   client_terminated        false,
+// plus "_src"/"_dst" attrs naming the original nodes (for debugging). A ref
+// output is read when its _Send runs, which may be earlier than dst would
+// have read it: order reads of variables across devices through data.
+// A control edge src -> dst across partitions becomes, on src's side, a
+// float Const of shape [0] named "<src>/ctrl/_N" with a control input from
+// src, sent to a _Recv on dst's side that dst has a control input from; one
+// such pair per (src, dst partition). New nodes are named "<src>/_N" (N
+// counts up per Partition call, skipping names already in the graph).
+// Control inputs of every node are written after its data inputs, sorted and
+// without duplicates, as ToGraphDef does; a graph with no cross-partition
+// edge therefore comes out as ToGraphDef(g, {.use_assigned_device = true}).
+//
+// Note [Cross-device loops]. Edges into a while loop (into an Enter) and out
+// of it (from an Exit) are edges of the parent frame and are cut like any
+// other. An edge that crosses partitions inside a loop frame would need the
+// frame's control loop in the receiving partition; that is not done yet:
+// Partition returns Unimplemented naming the edge, the devices and the frame.
+//
+// Memory types: `output_in_host_memory(src, k)` chooses _HostSend and
+// `input_in_host_memory(dst, i)` _HostRecv; both default to false (every
+// device is a CPU today). Same-partition edges between memory types are not
+// cut (TensorFlow's same-device Send/Recv is not needed on CPUs).
+//
+// Thread safety: Partition only reads `g` and may run concurrently with
+// other readers.
+#ifndef RUNNEL_GRAPH_PARTITION_H_
+#define RUNNEL_GRAPH_PARTITION_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "proto/graph.pb.h"
+#include "runnel/base/status.h"
+#include "runnel/graph/graph.h"
+
+namespace runnel {
+
+// What get_incarnation returns for a device it does not know.
+inline constexpr uint64_t kIllegalIncarnation = 0;
+
+struct PartitionOptions {
+  // The partition a node belongs to (the key of the result). Default: the
+  // node's assigned device. Must not be empty.
+  std::function<std::string(const Node*)> node_to_loc;
+  // Required: the incarnation of a device given its full name, or
+  // kIllegalIncarnation if there is no such device. Called once per
+  // distinct assigned device.
+  std::function<uint64_t(const std::string& device_name)> get_incarnation;
+  // Optional (default false): whether output `k` of `n` / input `i` of `n`
+  // lives in host memory; see Note [Partitioning].
+  std::function<bool(const Node* n, int k)> output_in_host_memory;
+  std::function<bool(const Node* n, int i)> input_in_host_memory;
+};
+
+// Fills `partitions` (cleared first) with one GraphDef per partition that
+// holds at least one node, each with `g`'s versions (producer defaulted as
+// in ToGraphDef). `g` is not changed.
+//
+// Errors:
+//   InvalidArgument a node with no assigned device, a device that is not a
+//                   full device name or that get_incarnation does not know,
+//                   an empty node_to_loc, an unconnected input, a ref input
+//                   fed from another partition, or frames that do not nest (as
+//                   the executor reports them); each names the node(s).
+//   Unimplemented   an edge crossing partitions inside a while-loop frame.
+//   InvalidArgument get_incarnation not set.
+Status Partition(const PartitionOptions& opts, const Graph& g,
+                 std::map<std::string, GraphDef>* partitions);
+
+}  // namespace runnel
+
+#endif  // RUNNEL_GRAPH_PARTITION_H_

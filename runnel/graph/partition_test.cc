@@ -1,0 +1,568 @@
+// The partitioner over the real op registry: Send/Recv insertion, one Recv
+// per (tensor, device), control edges, refs, memory types, names, errors,
+// and (Note [Cross-device loops]) the control loops of frames split across
+// devices. Running the partitions is the session's test.
+#include "runnel/graph/partition.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "google/protobuf/util/message_differencer.h"
+#include "runnel/graph/control_flow.h"
+#include "runnel/graph/graph_def.h"
+#include "runnel/graph/scope.h"
+
+namespace runnel {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+#define ASSERT_OK(expr) ASSERT_TRUE((expr).ok()) << (expr)
+#define EXPECT_OK(expr) EXPECT_TRUE((expr).ok()) << (expr)
+
+constexpr char kCpu0[] = "/job:localhost/replica:0/task:0/device:CPU:0";
+constexpr char kCpu1[] = "/job:localhost/replica:0/task:0/device:CPU:1";
+constexpr char kCpu2[] = "/job:localhost/replica:0/task:0/device:CPU:2";
+
+// Builds `op` with `inputs` (one per input arg) and returns output 0.
+Output Build(const Scope& s, const std::string& op, std::vector<Input> inputs,
+             AttrMap attrs = {}) {
+  NodeBuilder b(s, op);
+  for (const Input& in : inputs) b.Input(in);
+  b.Attrs(attrs);
+  Operation result;
+  s.UpdateStatus(b.Finalize(&result));
+  return s.ok() && result.num_outputs() > 0 ? result.output(0) : Output();
+}
+Operation BuildOp(const Scope& s, const std::string& op,
+                  std::vector<Input> inputs, AttrMap attrs = {}) {
+  NodeBuilder b(s, op);
+  for (const Input& in : inputs) b.Input(in);
+  b.Attrs(attrs);
+  Operation result;
+  s.UpdateStatus(b.Finalize(&result));
+  return result;
+}
+Output Placeholder(const Scope& s, DataType dtype = DT_FLOAT) {
+  return Build(s, "Placeholder", {}, {{"dtype", MakeAttrValue(dtype)}});
+}
+
+// Assigns every node its requested device, or CPU:0 if it has none.
+void Place(Graph* g) {
+  for (Node* n : g->nodes()) {
+    n->set_assigned_device_name(
+        n->requested_device().empty() ? kCpu0 : n->requested_device());
+  }
+}
+
+uint64_t Incarnation(const std::string& device) {
+  if (device == kCpu0) return 100;
+  if (device == kCpu1) return 101;
+  if (device == kCpu2) return 0xFFFFFFFFFFFFFFFFull;  // Bit-casts to -1.
+  return kIllegalIncarnation;
+}
+
+PartitionOptions Options() {
+  PartitionOptions opts;
+  opts.get_incarnation = Incarnation;
+  return opts;
+}
+
+using Partitions = std::map<std::string, GraphDef>;
+
+const NodeDef* Find(const GraphDef& gdef, const std::string& name) {
+  for (const NodeDef& n : gdef.node()) {
+    if (n.name() == name) return &n;
+  }
+  return nullptr;
+}
+std::vector<const NodeDef*> OfOp(const GraphDef& gdef, const std::string& op) {
+  std::vector<const NodeDef*> v;
+  for (const NodeDef& n : gdef.node()) {
+    if (n.op() == op) v.push_back(&n);
+  }
+  return v;
+}
+std::string StrAttr(const NodeDef& n, const std::string& name) {
+  auto it = n.attr().find(name);
+  return it == n.attr().end() ? "<missing>" : it->second.s();
+}
+int64_t IntAttr(const NodeDef& n, const std::string& name) {
+  auto it = n.attr().find(name);
+  return it == n.attr().end() ? -999 : it->second.i();
+}
+DataType TypeAttr(const NodeDef& n, const std::string& name) {
+  auto it = n.attr().find(name);
+  return it == n.attr().end() ? DT_INVALID : it->second.type();
+}
+std::vector<std::string> Inputs(const NodeDef& n) {
+  return {n.input().begin(), n.input().end()};
+}
+
+// Every partition re-imports, and every node of `g` is in exactly one.
+void ExpectImportable(const Graph& g, const Partitions& parts) {
+  int total = 0;
+  for (const auto& [device, gdef] : parts) {
+    Graph back;
+    Status s = ImportGraphDef(gdef, &back, {.allow_internal_ops = true});
+    EXPECT_TRUE(s.ok()) << device << ": " << s;
+    for (const NodeDef& n : gdef.node()) {
+      EXPECT_EQ(n.device(), device) << n.name();
+      if (g.FindNode(n.name()) != nullptr) ++total;
+    }
+  }
+  EXPECT_EQ(total, g.num_nodes());
+}
+
+// The _Send in `from` and the _Recv in `to` with tensor_name `name`.
+void ExpectPair(const Partitions& parts, const std::string& from,
+                const std::string& to, const NodeDef& send, const NodeDef& recv,
+                DataType dtype) {
+  EXPECT_EQ(StrAttr(send, "tensor_name"), StrAttr(recv, "tensor_name"));
+  for (const NodeDef* n : {&send, &recv}) {
+    EXPECT_EQ(StrAttr(*n, "send_device"), from);
+    EXPECT_EQ(StrAttr(*n, "recv_device"), to);
+    EXPECT_EQ(IntAttr(*n, "send_device_incarnation"),
+              static_cast<int64_t>(Incarnation(from)));
+    EXPECT_FALSE(n->attr().at("client_terminated").b());
+  }
+  EXPECT_EQ(TypeAttr(send, "T"), dtype);
+  EXPECT_EQ(TypeAttr(recv, "tensor_type"), dtype);
+  EXPECT_EQ(send.device(), from);
+  EXPECT_EQ(recv.device(), to);
+  (void)parts;
+}
+
+// The Send in `from` whose tensor_name matches `recv`'s.
+const NodeDef* SendFor(const GraphDef& from, const NodeDef& recv) {
+  for (const NodeDef& n : from.node()) {
+    if ((n.op() == "_Send" || n.op() == "_HostSend") &&
+        StrAttr(n, "tensor_name") == StrAttr(recv, "tensor_name")) {
+      return &n;
+    }
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------
+// Data and control edges
+
+TEST(PartitionTest, OneDeviceIsTheGraphItself) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Output b = Build(root.WithOpName("b"), "Identity", {a});
+  Operation noop = BuildOp(root.WithOpName("n"), "NoOp", {});
+  Build(root.WithOpName("c").WithControlDependencies(noop), "Add", {a, b});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  ASSERT_EQ(parts.size(), 1u);
+  GraphDef expected;
+  ToGraphDef(g, &expected, {.use_assigned_device = true});
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+      parts.at(kCpu0), expected))
+      << parts.at(kCpu0).DebugString();
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, CrossDeviceEdgeBecomesSendAndRecv) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Build(root.WithOpName("b").WithDevice(kCpu1), "Identity", {a});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  ASSERT_EQ(parts.size(), 2u);
+  const GraphDef& p0 = parts.at(kCpu0);
+  const GraphDef& p1 = parts.at(kCpu1);
+  ASSERT_EQ(p0.node_size(), 2);  // a, _Send
+  ASSERT_EQ(p1.node_size(), 2);  // _Recv, b
+  ASSERT_EQ(OfOp(p0, "_Send").size(), 1u);
+  ASSERT_EQ(OfOp(p1, "_Recv").size(), 1u);
+  const NodeDef& send = *OfOp(p0, "_Send")[0];
+  const NodeDef& recv = *OfOp(p1, "_Recv")[0];
+  EXPECT_THAT(Inputs(send), UnorderedElementsAre("a"));
+  EXPECT_TRUE(recv.input().empty());
+  EXPECT_THAT(Inputs(*Find(p1, "b")), UnorderedElementsAre(recv.name()));
+  ExpectPair(parts, kCpu0, kCpu1, send, recv, DT_FLOAT);
+  EXPECT_EQ(StrAttr(send, "tensor_name").rfind("edge_", 0), 0u);
+  EXPECT_THAT(StrAttr(send, "tensor_name"), HasSubstr("_a"));
+  EXPECT_EQ(StrAttr(recv, "_src"), "a");
+  EXPECT_EQ(StrAttr(recv, "_dst"), "b");
+  EXPECT_EQ(Find(p1, "b")->device(), kCpu1);
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, OneRecvPerTensorAndDevice) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Output a2 = Placeholder(root.WithOpName("a2"));
+  // b and c on CPU:1 read a twice between them; d on CPU:2 reads it too;
+  // c also reads a2 (a second tensor, a second pair).
+  Build(root.WithOpName("b").WithDevice(kCpu1), "Identity", {a});
+  Build(root.WithOpName("c").WithDevice(kCpu1), "Add", {a, a2});
+  Build(root.WithOpName("c2").WithDevice(kCpu1), "Add", {a, a});
+  Build(root.WithOpName("d").WithDevice(kCpu2), "Identity", {a});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  ASSERT_EQ(parts.size(), 3u);
+  const GraphDef& p0 = parts.at(kCpu0);
+  const GraphDef& p1 = parts.at(kCpu1);
+  const GraphDef& p2 = parts.at(kCpu2);
+  EXPECT_EQ(p0.node_size(), 2 + 3);  // a, a2, Sends: a->1, a2->1, a->2
+  EXPECT_EQ(p1.node_size(), 3 + 2);  // b, c, c2, Recvs of a and a2
+  EXPECT_EQ(p2.node_size(), 1 + 1);  // d, Recv of a
+  ASSERT_EQ(OfOp(p1, "_Recv").size(), 2u);
+  const std::string ra = Find(p1, "b")->input(0);
+  EXPECT_EQ(Find(p1, "c")->input(0), ra);
+  EXPECT_EQ(Find(p1, "c2")->input(0), ra);
+  EXPECT_EQ(Find(p1, "c2")->input(1), ra);
+  const std::string ra2 = Find(p1, "c")->input(1);
+  EXPECT_NE(ra, ra2);
+  const NodeDef* recv_a = Find(p1, ra);
+  const NodeDef* recv_a2 = Find(p1, ra2);
+  ASSERT_NE(recv_a, nullptr);
+  ASSERT_NE(recv_a2, nullptr);
+  const NodeDef* send_a = SendFor(p0, *recv_a);
+  const NodeDef* send_a2 = SendFor(p0, *recv_a2);
+  ASSERT_NE(send_a, nullptr);
+  ASSERT_NE(send_a2, nullptr);
+  EXPECT_EQ(send_a->input(0), "a");
+  EXPECT_EQ(send_a2->input(0), "a2");
+  ExpectPair(parts, kCpu0, kCpu1, *send_a, *recv_a, DT_FLOAT);
+
+  ASSERT_EQ(OfOp(p2, "_Recv").size(), 1u);
+  const NodeDef& recv_d = *OfOp(p2, "_Recv")[0];
+  EXPECT_EQ(Find(p2, "d")->input(0), recv_d.name());
+  const NodeDef* send_d = SendFor(p0, recv_d);
+  ASSERT_NE(send_d, nullptr);
+  EXPECT_NE(send_d->name(), send_a->name());
+  ExpectPair(parts, kCpu0, kCpu2, *send_d, recv_d, DT_FLOAT);
+  EXPECT_EQ(IntAttr(recv_d, "send_device_incarnation"), 100);
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, EachOutputSlotHasItsOwnPair) {
+  Scope root = Scope::NewRootScope();
+  Output x = Placeholder(root.WithOpName("x"));
+  Output p = Placeholder(root.WithOpName("p"), DT_BOOL);
+  Operation sw = BuildOp(root.WithOpName("sw"), "Switch", {x, p});
+  Build(root.WithOpName("f").WithDevice(kCpu1), "Identity", {sw.output(0)});
+  Build(root.WithOpName("t").WithDevice(kCpu1), "Identity", {sw.output(1)});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  const GraphDef& p0 = parts.at(kCpu0);
+  const GraphDef& p1 = parts.at(kCpu1);
+  ASSERT_EQ(OfOp(p0, "_Send").size(), 2u);
+  ASSERT_EQ(OfOp(p1, "_Recv").size(), 2u);
+  const NodeDef* rf = Find(p1, Find(p1, "f")->input(0));
+  const NodeDef* rt = Find(p1, Find(p1, "t")->input(0));
+  ASSERT_NE(rf, nullptr);
+  ASSERT_NE(rt, nullptr);
+  EXPECT_EQ(SendFor(p0, *rf)->input(0), "sw");
+  EXPECT_EQ(SendFor(p0, *rt)->input(0), "sw:1");
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, ControlEdgeSendsATinyConstant) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Operation src = BuildOp(root.WithOpName("src"), "NoOp", {});
+  // Two control consumers of src on CPU:1 share one pair; one on CPU:2 gets
+  // its own.
+  Build(root.WithOpName("b").WithDevice(kCpu1).WithControlDependencies(src),
+        "Identity", {a});
+  BuildOp(root.WithOpName("c").WithDevice(kCpu1).WithControlDependencies(src),
+          "NoOp", {});
+  BuildOp(root.WithOpName("d").WithDevice(kCpu2).WithControlDependencies(src),
+          "NoOp", {});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  const GraphDef& p0 = parts.at(kCpu0);
+  const GraphDef& p1 = parts.at(kCpu1);
+  const GraphDef& p2 = parts.at(kCpu2);
+  // CPU:0: a, src, a->1 data Send, 2 x (Const + Send) for the controls.
+  EXPECT_EQ(p0.node_size(), 2 + 1 + 4);
+  EXPECT_EQ(OfOp(p0, "Const").size(), 2u);
+  for (const NodeDef* c : OfOp(p0, "Const")) {
+    EXPECT_THAT(Inputs(*c), UnorderedElementsAre("^src"));
+    EXPECT_THAT(c->name(), HasSubstr("src/ctrl"));
+    EXPECT_EQ(TypeAttr(*c, "dtype"), DT_FLOAT);
+    EXPECT_EQ(c->device(), kCpu0);
+  }
+  // CPU:1: b, c, the Recv of a and one control Recv.
+  EXPECT_EQ(p1.node_size(), 4);
+  const NodeDef& b = *Find(p1, "b");
+  const NodeDef& c = *Find(p1, "c");
+  ASSERT_EQ(b.input_size(), 2);
+  ASSERT_EQ(c.input_size(), 1);
+  EXPECT_EQ(b.input(1), c.input(0));
+  ASSERT_EQ(c.input(0)[0], '^');
+  const NodeDef* ctrl_recv = Find(p1, c.input(0).substr(1));
+  ASSERT_NE(ctrl_recv, nullptr);
+  EXPECT_EQ(ctrl_recv->op(), "_Recv");
+  const NodeDef* ctrl_send = SendFor(p0, *ctrl_recv);
+  ASSERT_NE(ctrl_send, nullptr);
+  EXPECT_EQ(Find(p0, ctrl_send->input(0))->op(), "Const");
+  ExpectPair(parts, kCpu0, kCpu1, *ctrl_send, *ctrl_recv, DT_FLOAT);
+
+  EXPECT_EQ(p2.node_size(), 2);
+  const NodeDef& d = *Find(p2, "d");
+  ASSERT_EQ(d.input_size(), 1);
+  EXPECT_EQ(Find(p2, d.input(0).substr(1))->op(), "_Recv");
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, RefOutputIsSentByValue) {
+  Scope root = Scope::NewRootScope();
+  Output v = Build(root.WithOpName("v"), "VariableV2", {},
+                   {{"dtype", MakeAttrValue(DT_FLOAT)},
+                    {"shape", MakeAttrValue(TensorShape({2}))}});
+  Build(root.WithOpName("r").WithDevice(kCpu1), "Identity", {v});
+  Build(root.WithOpName("r2").WithDevice(kCpu1), "Identity", {v});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+  ASSERT_TRUE(IsRefType(g.FindNode("v")->output_type(0)));
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  const GraphDef& p0 = parts.at(kCpu0);
+  const GraphDef& p1 = parts.at(kCpu1);
+  ASSERT_EQ(OfOp(p0, "_Send").size(), 1u);
+  ASSERT_EQ(OfOp(p1, "_Recv").size(), 1u);
+  ExpectPair(parts, kCpu0, kCpu1, *OfOp(p0, "_Send")[0], *OfOp(p1, "_Recv")[0],
+             DT_FLOAT);
+  EXPECT_EQ(Find(p1, "r2")->input(0), Find(p1, "r")->input(0));
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, RefInputFromAnotherDeviceIsAnError) {
+  Scope root = Scope::NewRootScope();
+  Output v = Build(root.WithOpName("v"), "VariableV2", {},
+                   {{"dtype", MakeAttrValue(DT_FLOAT)},
+                    {"shape", MakeAttrValue(TensorShape({}))}});
+  Output one = ops::Const(root.WithOpName("one").WithDevice(kCpu1), 1.f);
+  Build(root.WithOpName("assign").WithDevice(kCpu1), "Assign", {v, one});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  Status s = Partition(Options(), g, &parts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'assign'"));
+  EXPECT_THAT(s.message(), HasSubstr("'v'"));
+  EXPECT_THAT(s.message(), HasSubstr(kCpu0));
+  EXPECT_THAT(s.message(), HasSubstr(kCpu1));
+  EXPECT_TRUE(parts.empty());
+}
+
+TEST(PartitionTest, HostMemoryChoosesHostSendAndHostRecv) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Build(root.WithOpName("b").WithDevice(kCpu1), "Identity", {a});
+  Build(root.WithOpName("h").WithDevice(kCpu1), "Identity", {a});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  PartitionOptions opts = Options();
+  opts.output_in_host_memory = [](const Node* n, int k) {
+    return n->name() == "a" && k == 0;
+  };
+  opts.input_in_host_memory = [](const Node* n, int) {
+    return n->name() == "h";
+  };
+  Partitions parts;
+  ASSERT_OK(Partition(opts, g, &parts));
+  const GraphDef& p0 = parts.at(kCpu0);
+  const GraphDef& p1 = parts.at(kCpu1);
+  // b and h want the tensor in different memory: two pairs.
+  EXPECT_EQ(OfOp(p0, "_HostSend").size(), 2u);
+  EXPECT_EQ(OfOp(p0, "_Send").size(), 0u);
+  EXPECT_EQ(Find(p1, Find(p1, "b")->input(0))->op(), "_Recv");
+  EXPECT_EQ(Find(p1, Find(p1, "h")->input(0))->op(), "_HostRecv");
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, NewNamesAvoidExistingNodes) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Build(root.WithOpName("a/_0"), "Identity", {a});
+  Build(root.WithOpName("a/_1"), "Identity", {a});
+  Build(root.WithOpName("b").WithDevice(kCpu1), "Identity", {a});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  std::set<std::string> names;
+  for (const auto& [device, gdef] : parts) {
+    for (const NodeDef& n : gdef.node()) {
+      EXPECT_TRUE(names.insert(n.name()).second) << n.name();
+    }
+  }
+  EXPECT_EQ(names.size(), 4u + 2u);
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, NodeToLocGroupsDevices) {
+  Scope root = Scope::NewRootScope();
+  Output a = Placeholder(root.WithOpName("a"));
+  Build(root.WithOpName("b").WithDevice(kCpu1), "Identity", {a});
+  Build(root.WithOpName("c").WithDevice(kCpu2), "Identity", {a});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  // CPU:0 and CPU:1 form one partition "x"; CPU:2 is "y".
+  PartitionOptions opts = Options();
+  opts.node_to_loc = [](const Node* n) -> std::string {
+    return n->assigned_device_name() == kCpu2 ? "y" : "x";
+  };
+  Partitions parts;
+  ASSERT_OK(Partition(opts, g, &parts));
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts.at("x").node_size(), 3);  // a, b, Send
+  EXPECT_EQ(parts.at("y").node_size(), 2);  // Recv, c
+  EXPECT_EQ(Find(parts.at("x"), "b")->input(0), "a");
+  EXPECT_EQ(Find(parts.at("x"), "b")->device(), kCpu1);
+  const NodeDef& recv = *OfOp(parts.at("y"), "_Recv")[0];
+  EXPECT_EQ(StrAttr(recv, "send_device"), kCpu0);
+  EXPECT_EQ(StrAttr(recv, "recv_device"), kCpu2);
+}
+
+// ---------------------------------------------------------------------------
+// Bad input
+
+TEST(PartitionTest, PlacementErrorsNameTheNode) {
+  auto partition = [](const std::string& device_of_b,
+                      const PartitionOptions& opts) {
+    Scope root = Scope::NewRootScope();
+    Output a = Placeholder(root.WithOpName("a"));
+    Build(root.WithOpName("b"), "Identity", {a});
+    Graph& g = *root.graph();
+    Place(&g);
+    g.FindNode("b")->set_assigned_device_name(device_of_b);
+    Partitions parts;
+    return Partition(opts, g, &parts);
+  };
+  Status s = partition("", Options());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'b'"));
+  EXPECT_THAT(s.message(), HasSubstr("no assigned device"));
+
+  s = partition("/device:CPU:1", Options());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'b'"));
+  EXPECT_THAT(s.message(), HasSubstr("not a full device name"));
+
+  s = partition("/job:localhost/replica:0/task:0/device:CPU:7", Options());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'b'"));
+  EXPECT_THAT(s.message(), HasSubstr("unknown device"));
+
+  PartitionOptions no_incarnation;
+  s = partition(kCpu1, no_incarnation);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("get_incarnation"));
+
+  PartitionOptions empty_loc = Options();
+  empty_loc.node_to_loc = [](const Node*) { return std::string(); };
+  s = partition(kCpu1, empty_loc);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("'a'"));
+}
+
+// ---------------------------------------------------------------------------
+// While loops
+
+// i = 0; while (i < n) i += step, with `step` made by `make_step` (given
+// the scope of the body).
+Status BuildCounterLoop(const Scope& root, const Output& n,
+                        const std::function<Output(const Scope&)>& make_step,
+                        std::vector<Output>* out,
+                        const std::string& name = "while") {
+  WhileLoopOptions wopts;
+  wopts.name = name;
+  return WhileLoop(
+      root, {ops::Const(root, 0.f)},
+      [&](const Scope& s, const std::vector<Output>& v, Output* pred) {
+        *pred = Build(s, "Less", {v[0], n});
+        return s.status();
+      },
+      [&](const Scope& s, const std::vector<Output>& v,
+          std::vector<Output>* next) {
+        *next = {Build(s, "Add", {v[0], make_step(s)})};
+        return s.status();
+      },
+      out, wopts);
+}
+
+TEST(PartitionTest, EdgesIntoAndOutOfALoopAreOrdinary) {
+  Scope root = Scope::NewRootScope();
+  Output n = Placeholder(root.WithOpName("n").WithDevice(kCpu1));
+  std::vector<Output> out;
+  ASSERT_OK(BuildCounterLoop(
+      root, n, [](const Scope& s) { return ops::Const(s, 1.f); }, &out));
+  Build(root.WithOpName("result").WithDevice(kCpu2), "Identity", {out[0]});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+  // n (CPU:1) enters the loop through a loop-invariant Enter on CPU:0; the
+  // Exit on CPU:0 feeds CPU:2.
+  Partitions parts;
+  ASSERT_OK(Partition(Options(), g, &parts));
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(OfOp(parts.at(kCpu0), "_Recv").size(), 1u);
+  EXPECT_EQ(OfOp(parts.at(kCpu0), "_Send").size(), 1u);
+  for (const NodeDef* r : OfOp(parts.at(kCpu0), "_Recv")) {
+    EXPECT_TRUE(r->input().empty());  // Root frame: no loop control.
+  }
+  ExpectImportable(g, parts);
+}
+
+TEST(PartitionTest, CrossDeviceEdgeInsideALoopIsUnimplemented) {
+  Scope root = Scope::NewRootScope();
+  Output n = Placeholder(root.WithOpName("n"));
+  std::vector<Output> out;
+  ASSERT_OK(BuildCounterLoop(
+      root, n,
+      [](const Scope& s) {
+        return ops::Const(s.WithOpName("step").WithDevice(kCpu1), 1.f);
+      },
+      &out));
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+  Partitions parts;
+  Status s = Partition(Options(), g, &parts);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("while_context"));
+  EXPECT_THAT(s.message(), HasSubstr(kCpu0));
+  EXPECT_THAT(s.message(), HasSubstr(kCpu1));
+}
+
+}  // namespace
+}  // namespace runnel
