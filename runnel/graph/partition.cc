@@ -185,6 +185,36 @@ std::string InputString(absl::string_view node, int slot) {
   return absl::StrCat(node, ":", slot);
 }
 
+// Fresh node names "<base>/_N": not in the graph, not handed out before.
+class NameGen {
+ public:
+  explicit NameGen(const Graph* g) : g_(g) {}
+  std::string New(absl::string_view base) {
+    while (true) {
+      std::string name = absl::StrCat(base, "/_", counter_++);
+      if (g_->FindNode(name) == nullptr && used_.insert(name).second) {
+        return name;
+      }
+    }
+  }
+
+ private:
+  const Graph* g_;
+  absl::flat_hash_set<std::string> used_;
+  int64_t counter_ = 0;
+};
+
+// The control loop's Merge per (frame name, partition).
+using ControlLoops = std::map<std::pair<std::string, std::string>, const Node*>;
+
+Status RefAcrossPartitionsError(const Node* src, const Node* dst, int input) {
+  return errors::InvalidArgument(
+      "node ", NodeOp(dst), " on ", dst->assigned_device_name(),
+      " takes a reference as input ", input, " from node ", NodeOp(src), " on ",
+      src->assigned_device_name(),
+      ": references cannot cross devices; place them together");
+}
+
 // ---------------------------------------------------------------------------
 // The partitioning pass (Note [Partitioning]).
 
@@ -193,8 +223,7 @@ class Partitioner {
   Partitioner(const PartitionOptions& opts, const Graph& g,
               const std::vector<std::string>& loc,
               const absl::flat_hash_map<std::string, uint64_t>& incarnations,
-              const Frames* frames,
-              const std::map<std::pair<int, std::string>, const Node*>* loops,
+              const Frames* frames, const ControlLoops* loops, NameGen* names,
               std::map<std::string, GraphDef>* out)
       : opts_(opts),
         g_(g),
@@ -202,6 +231,7 @@ class Partitioner {
         incarnations_(incarnations),
         frames_(frames),
         loops_(loops),
+        names_(names),
         out_(out) {}
 
   Status Run() {
@@ -260,15 +290,7 @@ class Partitioner {
     return loc_[e->src()->id()] == loc_[e->dst()->id()];
   }
 
-  // A fresh node name "<base>/_N".
-  std::string NewName(absl::string_view base) {
-    while (true) {
-      std::string name = absl::StrCat(base, "/_", counter_++);
-      if (g_.FindNode(name) == nullptr && used_.insert(name).second) {
-        return name;
-      }
-    }
-  }
+  std::string NewName(absl::string_view base) { return names_->New(base); }
 
   // The name of the _Recv (in dst's partition) that delivers what `e`
   // carries, adding it and its _Send if this is the first such edge.
@@ -277,11 +299,7 @@ class Partitioner {
     const Node* dst = e->dst();
     const bool control = e->IsControlEdge();
     if (!control && IsRefType(dst->input_type(e->dst_input()))) {
-      return errors::InvalidArgument(
-          "node ", NodeOp(dst), " on ", dst->assigned_device_name(),
-          " takes a reference as input ", e->dst_input(), " from node ",
-          NodeOp(src), " on ", src->assigned_device_name(),
-          ": references cannot cross devices; place them together");
+      return RefAcrossPartitionsError(src, dst, e->dst_input());
     }
     const bool recv_on_host = !control && opts_.input_in_host_memory &&
                               opts_.input_in_host_memory(dst, e->dst_input());
@@ -353,18 +371,17 @@ class Partitioner {
   // The control-loop Merge a Recv for `e` (an edge inside a loop frame)
   // must wait for (Note [Cross-device loops]).
   StatusOr<std::string> LoopControlFor(const Edge* e) const {
-    const int frame = frames_->out_frame[e->src()->id()];
-    const std::string& dst_loc = loc_[e->dst()->id()];
+    const std::string& frame =
+        frames_->frames[frames_->out_frame[e->src()->id()]].name;
     if (loops_ != nullptr) {
-      auto it = loops_->find({frame, dst_loc});
+      auto it = loops_->find({frame, loc_[e->dst()->id()]});
       if (it != loops_->end()) return it->second->name();
     }
-    return errors::Unimplemented("edge ", e->DebugString(), " crosses from ",
-                                 e->src()->assigned_device_name(), " to ",
-                                 e->dst()->assigned_device_name(),
-                                 " inside while-loop frame '",
-                                 frames_->frames[frame].name,
-                                 "'; cross-device loops are not supported yet");
+    return errors::Internal("edge ", e->DebugString(), " crosses from ",
+                            e->src()->assigned_device_name(), " to ",
+                            e->dst()->assigned_device_name(),
+                            " inside while-loop frame '", frame,
+                            "' but that partition has no control loop");
   }
 
   const PartitionOptions& opts_;
@@ -372,11 +389,241 @@ class Partitioner {
   const std::vector<std::string>& loc_;
   const absl::flat_hash_map<std::string, uint64_t>& incarnations_;
   const Frames* frames_;
-  const std::map<std::pair<int, std::string>, const Node*>* loops_;
+  const ControlLoops* loops_;
+  NameGen* names_;
   std::map<std::string, GraphDef>* out_;
   std::map<RecvKey, std::string> recvs_;
-  absl::flat_hash_set<std::string> used_;
-  int64_t counter_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Cross-device loops (Note [Cross-device loops]), on a private copy of the
+// graph.
+
+bool IsNextIteration(const Node* n) {
+  return IsOneOf(n, {"NextIteration", "RefNextIteration"});
+}
+
+// True if some edge inside a loop frame crosses partitions, or some frame
+// has nodes in several partitions.
+bool NeedsControlLoops(const Graph& g, const Frames& fr,
+                       const std::vector<std::string>& loc) {
+  for (const Edge* e : g.edges()) {
+    if (fr.out_frame[e->src()->id()] != 0 &&
+        loc[e->src()->id()] != loc[e->dst()->id()]) {
+      return true;
+    }
+  }
+  absl::flat_hash_map<int, const std::string*> first_loc;
+  for (const Node* n : g.nodes()) {
+    const int f = fr.in_frame[n->id()];
+    if (f == 0) continue;
+    auto [it, inserted] = first_loc.emplace(f, &loc[n->id()]);
+    if (!inserted && *it->second != loc[n->id()]) return true;
+  }
+  return false;
+}
+
+class LoopRewriter {
+ public:
+  LoopRewriter(Graph* g, std::vector<std::string>* loc, NameGen* names)
+      : g_(g), loc_(loc), names_(names) {}
+
+  // Colocates loop boundaries, then adds the control loops; `frames` is
+  // recomputed for the final graph.
+  Status Run(Frames* frames, ControlLoops* loops) {
+    RETURN_IF_ERROR(ColocateBoundaries());
+    RETURN_IF_ERROR(BuildFrames(*g_, frames));
+    RETURN_IF_ERROR(AddControlLoops(*frames, loops));
+    return BuildFrames(*g_, frames);
+  }
+
+ private:
+  const std::string& Loc(const Node* n) const { return (*loc_)[n->id()]; }
+  void Put(Node* n, const std::string& loc, const std::string& device) {
+    if (static_cast<int>(loc_->size()) < g_->num_node_ids()) {
+      loc_->resize(g_->num_node_ids());
+    }
+    (*loc_)[n->id()] = loc;
+    n->set_assigned_device_name(device);
+  }
+
+  // An Enter's output exists only in iteration 0 (or, for a constant one,
+  // only where the frame has iterations) and a NextIteration's only in the
+  // next iteration, so a per-iteration Recv of either would wait forever:
+  // each one whose consumers are elsewhere moves to them, or is copied.
+  // Moving one may give the node feeding it (an outer Enter) consumers
+  // elsewhere, so this repeats until nothing changes.
+  Status ColocateBoundaries() {
+    for (int round = 0; round <= g_->num_nodes(); ++round) {
+      bool changed = false;
+      for (Node* n : g_->nodes()) {
+        if (!IsEnter(n) && !IsNextIteration(n)) continue;
+        ASSIGN_OR_RETURN(bool c, Colocate(n));
+        changed |= c;
+      }
+      if (!changed) return absl::OkStatus();
+    }
+    return errors::Internal("moving loop boundaries did not settle");
+  }
+
+  StatusOr<bool> Colocate(Node* n) {
+    std::map<std::string, std::vector<const Edge*>> remote;
+    bool has_local = false;
+    for (const Edge* e : n->out_edges()) {
+      if (Loc(e->dst()) == Loc(n)) {
+        has_local = true;
+      } else {
+        remote[Loc(e->dst())].push_back(e);
+      }
+    }
+    if (remote.empty()) return false;
+    auto it = remote.begin();
+    if (!has_local && !IsRefType(n->output_type(0))) {
+      Put(n, it->first, it->second.front()->dst()->assigned_device_name());
+      ++it;
+    }
+    for (; it != remote.end(); ++it) {
+      RETURN_IF_ERROR(CopyInto(n, it->first, it->second));
+    }
+    return true;
+  }
+
+  // Adds a copy of `n` (the value op for a Ref one) in partition `loc`,
+  // reading what `n` reads, and moves `edges` (out of `n`) onto it.
+  Status CopyInto(Node* n, const std::string& loc,
+                  const std::vector<const Edge*>& edges) {
+    std::string op = n->type_string();
+    if (op.rfind("Ref", 0) == 0) op = op.substr(3);
+    ASSIGN_OR_RETURN(auto props,
+                     NodeProperties::Create(names_->New(n->name()), op,
+                                            n->requested_device(), n->attrs()));
+    ASSIGN_OR_RETURN(Node * copy, g_->AddNode(std::move(props)));
+    Put(copy, loc, edges.front()->dst()->assigned_device_name());
+    for (const Edge* in : n->in_edges()) {
+      if (in->IsControlEdge()) {
+        g_->AddControlEdge(in->src(), copy);
+      } else {
+        RETURN_IF_ERROR(
+            g_->AddEdge(in->src(), in->src_output(), copy, in->dst_input())
+                .status());
+      }
+    }
+    for (const Edge* e : edges) {
+      Node* dst = e->dst();
+      const int input = e->dst_input();
+      if (e->IsControlEdge()) {
+        g_->RemoveEdge(e);
+        g_->AddControlEdge(copy, dst);
+        continue;
+      }
+      if (IsRefType(dst->input_type(input))) {
+        return RefAcrossPartitionsError(n, dst, input);
+      }
+      const int output = e->src_output();
+      g_->RemoveEdge(e);
+      RETURN_IF_ERROR(g_->AddEdge(copy, output, dst, input).status());
+    }
+    return absl::OkStatus();
+  }
+
+  // Which (frame, partition) pairs get a control loop, with the device it
+  // runs on: every partition receiving an edge inside the frame, and, for a
+  // frame spread over partitions, every one holding its nodes but not its
+  // LoopCond.
+  Status AddControlLoops(const Frames& fr, ControlLoops* loops) {
+    std::map<std::pair<int, std::string>, std::string> need;
+    for (const Edge* e : g_->edges()) {
+      const int f = fr.out_frame[e->src()->id()];
+      if (f != 0 && Loc(e->src()) != Loc(e->dst())) {
+        need.emplace(std::make_pair(f, Loc(e->dst())),
+                     e->dst()->assigned_device_name());
+      }
+    }
+    std::map<int, std::map<std::string, std::string>> holds;
+    for (const Node* n : g_->nodes()) {
+      const int f = fr.in_frame[n->id()];
+      if (f != 0) holds[f].emplace(Loc(n), n->assigned_device_name());
+    }
+    for (const auto& [f, locs] : holds) {
+      if (locs.size() < 2) continue;
+      const Node* cond = fr.frames[f].loop_cond;
+      for (const auto& [loc, device] : locs) {
+        if (cond == nullptr || loc != Loc(cond)) {
+          need.emplace(std::make_pair(f, loc), device);
+        }
+      }
+    }
+    for (const auto& [key, device] : need) {
+      RETURN_IF_ERROR(
+          ControlLoop(fr, key.first, key.second, device, loops).status());
+    }
+    return absl::OkStatus();
+  }
+
+  StatusOr<Node*> AddDummy(const std::string& base, const std::string& op,
+                           AttrMap attrs, const std::string& loc,
+                           const std::string& device) {
+    ASSIGN_OR_RETURN(Node * n,
+                     g_->AddNode(names_->New(base), op, std::move(attrs)));
+    Put(n, loc, device);
+    return n;
+  }
+
+  // The Merge of frame `f`'s control loop in partition `loc`, built (with
+  // those of the enclosing frames) if not there yet.
+  StatusOr<Node*> ControlLoop(const Frames& fr, int f, const std::string& loc,
+                              const std::string& device, ControlLoops* loops) {
+    const FrameInfo& frame = fr.frames[f];
+    if (auto it = loops->find({frame.name, loc}); it != loops->end()) {
+      return g_->FindNodeId(it->second->id());
+    }
+    if (frame.loop_cond == nullptr) {
+      return errors::InvalidArgument(
+          "while-loop frame '", frame.name, "' runs on several devices (",
+          device, " among them) but has no LoopCond to drive them");
+    }
+    Node* cond = g_->FindNodeId(frame.loop_cond->id());
+    const std::string base = absl::StrCat("_cloop/", cond->name());
+    Node* feed = nullptr;
+    if (frame.parent == 0) {
+      ASSIGN_OR_RETURN(
+          feed, AddDummy(base + "/const", "Const",
+                         {{"dtype", MakeAttrValue(DT_FLOAT)},
+                          {"value",
+                           MakeAttrValue(Tensor(DT_FLOAT, TensorShape({0})))}},
+                         loc, device));
+    } else {
+      ASSIGN_OR_RETURN(feed, ControlLoop(fr, frame.parent, loc, device, loops));
+    }
+    const AttrValue t = MakeAttrValue(DT_FLOAT);
+    ASSIGN_OR_RETURN(Node * enter,
+                     AddDummy(base + "/enter", "Enter",
+                              {{"T", t},
+                               {"frame_name", MakeAttrValue(frame.name)},
+                               {"is_constant", MakeAttrValue(false)},
+                               {"parallel_iterations",
+                                MakeAttrValue(frame.parallel_iterations)}},
+                              loc, device));
+    ASSIGN_OR_RETURN(Node * merge, AddDummy(base + "/merge", "Merge",
+                                            {{"T", t}, {"N", MakeAttrValue(2)}},
+                                            loc, device));
+    ASSIGN_OR_RETURN(Node * sw, AddDummy(base + "/switch", "Switch", {{"T", t}},
+                                         loc, device));
+    ASSIGN_OR_RETURN(Node * next, AddDummy(base + "/next", "NextIteration",
+                                           {{"T", t}}, loc, device));
+    for (auto [src, x, dst, y] :
+         {std::tuple(feed, 0, enter, 0), std::tuple(enter, 0, merge, 0),
+          std::tuple(next, 0, merge, 1), std::tuple(merge, 0, sw, 0),
+          std::tuple(cond, 0, sw, 1), std::tuple(sw, 1, next, 0)}) {
+      RETURN_IF_ERROR(g_->AddEdge(src, x, dst, y).status());
+    }
+    (*loops)[{frame.name, loc}] = merge;
+    return merge;
+  }
+
+  Graph* g_;
+  std::vector<std::string>* loc_;
+  NameGen* names_;
 };
 
 }  // namespace
@@ -393,12 +640,28 @@ Status Partition(const PartitionOptions& opts, const Graph& g,
   RETURN_IF_ERROR(CheckPlacement(opts, g, &loc, &incarnations));
 
   std::unique_ptr<Frames> frames;
+  const Graph* source = &g;
+  Graph copy;
+  // The copy holds g's names and those `names` made.
+  NameGen names(&g);
+  ControlLoops loops;
   if (HasEnter(g)) {
     frames = std::make_unique<Frames>();
     RETURN_IF_ERROR(BuildFrames(g, frames.get()));
+    if (NeedsControlLoops(g, *frames, loc)) {
+      RETURN_IF_ERROR(copy.CopyFrom(g));
+      std::vector<std::string> copy_loc(copy.num_node_ids());
+      for (const Node* n : g.nodes()) {
+        copy_loc[copy.FindNode(n->name())->id()] = std::move(loc[n->id()]);
+      }
+      loc = std::move(copy_loc);
+      RETURN_IF_ERROR(
+          LoopRewriter(&copy, &loc, &names).Run(frames.get(), &loops));
+      source = &copy;
+    }
   }
-  Status s = Partitioner(opts, g, loc, incarnations, frames.get(),
-                         /*loops=*/nullptr, partitions)
+  Status s = Partitioner(opts, *source, loc, incarnations, frames.get(), &loops,
+                         &names, partitions)
                  .Run();
   if (!s.ok()) partitions->clear();
   return s;

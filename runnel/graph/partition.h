@@ -38,19 +38,41 @@
 // without duplicates, as ToGraphDef does; a graph with no cross-partition
 // edge therefore comes out as ToGraphDef(g, {.use_assigned_device = true}).
 //
-// Note [Cross-device loops]. Edges into a while loop (into an Enter) and out
-// of it (from an Exit) are edges of the parent frame and are cut like any
-// other. An edge that crosses partitions inside a loop frame would need the
-// frame's control loop in the receiving partition; that is not done yet:
-// Partition returns Unimplemented naming the edge, the devices and the frame.
+// Note [Cross-device loops]. Inside a while-loop frame a _Recv must run once
+// per iteration, tagged with the frame and iteration, and every partition
+// holding nodes of the frame must run as many iterations as the partition
+// holding the frame's LoopCond. As in TensorFlow (AddControlFlow), each such
+// partition L gets a control loop for frame F, made of float dummies:
+//   Const(root) or merge of F's parent loop in L
+//     -> Enter(frame_name=F) -> Merge(Enter, NextIteration)
+//     -> Switch(Merge, pred = F's LoopCond, received from its partition)
+//     -> NextIteration(Switch:1) -> Merge
+// named "_cloop/<LoopCond name>/{enter,merge,switch,next}/_N" (and
+// ".../const/_N"); every _Recv of an edge inside F in L has a control input
+// from that Merge, which fires once per iteration, so the Recv runs in each
+// iteration. Nested loops stack: the inner control loop's Enter reads the
+// outer one's Merge. A control loop is built in partition L for frame F
+// when L receives an edge inside F, or when F spans several partitions and
+// L holds nodes of F but not its LoopCond; its parent frames get one in L
+// too. Before that, an Enter or NextIteration with consumers in other
+// partitions is moved to them (if it has none in its own and is not a Ref
+// op) or else copied into each (a Ref op's copy is the value op): an Enter's
+// output exists in iteration 0 only (a constant Enter's, only in the
+// iterations its partition runs) and a NextIteration's in the next
+// iteration, so a Recv of it run once per iteration would wait forever.
+// Edges into a loop (into an Enter) and out of it (from an Exit) are
+// edges of the parent frame and need nothing more. A cross-partition loop
+// without a LoopCond is InvalidArgument. Not handled (as in TensorFlow): an
+// edge inside a frame from a node that runs only in iteration 0 (one that
+// reads a non-constant Enter other than through a Merge).
 //
 // Memory types: `output_in_host_memory(src, k)` chooses _HostSend and
 // `input_in_host_memory(dst, i)` _HostRecv; both default to false (every
 // device is a CPU today). Same-partition edges between memory types are not
 // cut (TensorFlow's same-device Send/Recv is not needed on CPUs).
 //
-// Thread safety: Partition only reads `g` and may run concurrently with
-// other readers.
+// Thread safety: Partition only reads `g` (it works on a private copy when
+// loops need rewriting) and may run concurrently with other readers.
 #ifndef RUNNEL_GRAPH_PARTITION_H_
 #define RUNNEL_GRAPH_PARTITION_H_
 
@@ -90,9 +112,9 @@ struct PartitionOptions {
 //   InvalidArgument a node with no assigned device, a device that is not a
 //                   full device name or that get_incarnation does not know,
 //                   an empty node_to_loc, an unconnected input, a ref input
-//                   fed from another partition, or frames that do not nest (as
-//                   the executor reports them); each names the node(s).
-//   Unimplemented   an edge crossing partitions inside a while-loop frame.
+//                   fed from another partition, a cross-partition loop
+//                   without a LoopCond, or frames that do not nest (as the
+//                   executor reports them); each names the node(s).
 //   InvalidArgument get_incarnation not set.
 Status Partition(const PartitionOptions& opts, const Graph& g,
                  std::map<std::string, GraphDef>* partitions);
