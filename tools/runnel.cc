@@ -5,6 +5,8 @@
 //                    [--init NODE]... [--repeat N] [--json]
 //                    [--allow_io | --untrusted] [--timeout_ms N]
 //                    [--max_graph_bytes N] [--memory_limit_mb N]
+//                    [--device_count TYPE=N]... [--soft_placement]
+//                    [--log_device_placement] [--partition_graphs DIR]
 //   runnel inspect GRAPH [--max_graph_bytes N]
 //   runnel ops
 //
@@ -35,6 +37,15 @@
 // the bytes of tensors alive at once in the whole run (default: 80% of RAM,
 // the CPU allocator's limit); an op past it fails with RESOURCE_EXHAUSTED.
 //
+// Devices: --device_count CPU=2 makes two CPU devices
+// (/job:localhost/replica:0/task:0/device:CPU:0 and :1, ConfigProto's
+// device_count), so nodes whose device says /device:CPU:1 run there, with
+// _Send/_Recv between the devices. --soft_placement lets a node whose device
+// does not exist run elsewhere; --log_device_placement prints each node's
+// device on stderr in TensorFlow's format ("name: (Op): /job:..."); and
+// --partition_graphs DIR writes each device's graph of the last step as
+// DIR/partition_<i>.pbtxt.
+//
 // Errors go to stderr with exit status 1 (2 for usage errors); a step that
 // runs past its timeout is an error like any other (DeadlineExceeded).
 #include <algorithm>
@@ -51,6 +62,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "google/protobuf/text_format.h"
 #include "runnel/base/env.h"
 #include "runnel/framework/allocator.h"
 #include "runnel/framework/tensor.h"
@@ -68,6 +80,8 @@ int Usage() {
                "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
                "             [--allow_io | --untrusted] [--timeout_ms N] "
                "[--max_graph_bytes N] [--memory_limit_mb N]\n"
+               "             [--device_count TYPE=N]... [--soft_placement] "
+               "[--log_device_placement] [--partition_graphs DIR]\n"
                "  runnel inspect GRAPH [--max_graph_bytes N]\n"
                "  runnel ops\n"
                "run treats GRAPH as untrusted unless --allow_io: ops that "
@@ -245,6 +259,8 @@ int Run(const std::vector<std::string>& args) {
   int64_t repeat = 1;
   int64_t timeout_ms = -1;  // -1: the mode's default.
   int64_t max_graph_bytes = kDefaultMaxGraphBytes;
+  ConfigProto config;
+  std::string partition_dir;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) {
@@ -259,6 +275,22 @@ int Run(const std::vector<std::string>& args) {
       allow_io = true;
     } else if (a == "--untrusted") {
       untrusted_flag = true;
+    } else if (a == "--soft_placement") {
+      config.set_allow_soft_placement(true);
+    } else if (a == "--log_device_placement") {
+      config.set_log_device_placement(true);
+    } else if (a == "--partition_graphs" && value(&v)) {
+      partition_dir = v;
+    } else if (a == "--device_count" && value(&v)) {
+      const size_t eq = v.find('=');
+      int32_t n = 0;
+      if (eq == std::string::npos || eq == 0 ||
+          !absl::SimpleAtoi(v.substr(eq + 1), &n) || n < 0) {
+        std::cerr << "runnel: --device_count wants TYPE=N (e.g. CPU=2), got '"
+                  << v << "'\n";
+        return 2;
+      }
+      (*config.mutable_device_count())[v.substr(0, eq)] = n;
     } else if (a == "--feed" && value(&v)) {
       size_t eq = v.find('=');
       if (eq == std::string::npos) {
@@ -354,6 +386,7 @@ int Run(const std::vector<std::string>& args) {
   }
 
   SessionOptions options;
+  options.config = config;
   options.untrusted = untrusted;
   std::set<size_t> path_feeds;
   if (untrusted) {
@@ -369,6 +402,9 @@ int Run(const std::vector<std::string>& args) {
   if (Status s = (*session)->Create(gdef); !s.ok()) return Fail(s);
   RunOptions run_options;
   run_options.set_timeout_in_ms(timeout_ms);
+  RunOptions last_options = run_options;
+  RunMetadata metadata;
+  if (!partition_dir.empty()) last_options.set_output_partition_graphs(true);
   std::vector<Tensor> outputs;
   if (!inits.empty()) {
     Status s =
@@ -376,9 +412,25 @@ int Run(const std::vector<std::string>& args) {
     if (!s.ok()) return FailStep(s, default_timeout);
   }
   for (int64_t r = 0; r < repeat; ++r) {
-    Status s = (*session)->Run(run_options, feeds, fetches, targets, &outputs,
-                               nullptr);
+    const bool last = r + 1 == repeat;
+    Status s =
+        (*session)->Run(last ? last_options : run_options, feeds, fetches,
+                        targets, &outputs, last ? &metadata : nullptr);
     if (!s.ok()) return FailStep(s, default_timeout);
+  }
+  if (!partition_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(partition_dir, ec);
+    for (int i = 0; i < metadata.partition_graphs_size(); ++i) {
+      const std::string path =
+          absl::StrCat(partition_dir, "/partition_", i, ".pbtxt");
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(metadata.partition_graphs(i),
+                                                  &text);
+      if (Status s = WriteStringToFile(path, text); !s.ok()) return Fail(s);
+    }
+    std::cerr << "wrote " << metadata.partition_graphs_size()
+              << " partition graph(s) to " << partition_dir << "\n";
   }
   if (json) {
     std::vector<std::string> parts;

@@ -5,16 +5,20 @@
 #include <memory>
 #include <string>
 
-#include "runnel/framework/device_base.h"
+#include "runnel/framework/device.h"
 
 namespace runnel {
 
 // One pool of worker threads for everything on the CPU (inter-op and
 // intra-op), sized to the machine's cores (RUNNEL_NUM_THREADS overrides).
-// See DESIGN.md §7: never two spinning pools.
+// See DESIGN.md §7: never two spinning pools. Every CPU device of a process
+// shares it, as TensorFlow's do.
 ThreadPool* CpuThreadPool();
 
-class CpuDevice : public DeviceBase {
+// The most CPU devices one process makes (ConfigProto.device_count["CPU"]).
+inline constexpr int kMaxCpuDevices = 64;
+
+class CpuDevice : public Device {
  public:
   // `name` is the full device name. `resource_mgr` may be null: the device
   // then owns a fresh one.
@@ -22,15 +26,11 @@ class CpuDevice : public DeviceBase {
             ResourceMgr* resource_mgr = nullptr);
   ~CpuDevice() override;
 
-  const std::string& name() const override { return name_; }
-  const std::string& device_type() const override { return type_; }
   Allocator* GetAllocator() override;
   ThreadPool* intra_op_pool() override { return pool_; }
   ResourceMgr* resource_manager() override { return rm_; }
 
  private:
-  std::string name_;
-  std::string type_ = "CPU";
   ThreadPool* pool_;
   std::unique_ptr<ResourceMgr> owned_rm_;
   ResourceMgr* rm_;

@@ -41,6 +41,7 @@
 #include "runnel/framework/cancellation.h"
 #include "runnel/framework/device_base.h"
 #include "runnel/framework/node_properties.h"
+#include "runnel/framework/rendezvous.h"
 #include "runnel/framework/tensor.h"
 
 namespace runnel {
@@ -178,6 +179,13 @@ class OpKernelContext {
     // Runs a closure on the inter-op pool (for kernels that spawn work).
     std::function<void(std::function<void()>)>* runner = nullptr;
     bool track_allocations = false;
+    // The step's rendezvous, for _Send/_Recv; null outside a session step.
+    Rendezvous* rendezvous = nullptr;
+    // The loop frame instance and iteration this execution belongs to.
+    FrameAndIter frame_iter;
+    // True when the executor runs a transfer node (_Send) on a dead input:
+    // it forwards the dead token instead of a value.
+    bool is_input_dead = false;
   };
 
   explicit OpKernelContext(Params* params);
@@ -203,6 +211,17 @@ class OpKernelContext {
   std::function<void(std::function<void()>)>* runner() const {
     return params_->runner;
   }
+  Rendezvous* rendezvous() const { return params_->rendezvous; }
+  const FrameAndIter& frame_iter() const { return params_->frame_iter; }
+  const DeviceContext* op_device_context() const {
+    return params_->device->device_context();
+  }
+  // Transfer nodes only: the input is a dead token (Note [Frames and dead
+  // tensors] in runtime/executor.h), and a _Recv that received one marks its
+  // output dead, which the executor then propagates.
+  bool is_input_dead() const { return params_->is_input_dead; }
+  bool is_output_dead() const { return is_output_dead_; }
+  void set_is_output_dead(bool dead) { is_output_dead_ = dead; }
 
   // Inputs.
   int num_inputs() const { return static_cast<int>(params_->inputs.size()); }
@@ -262,6 +281,7 @@ class OpKernelContext {
  private:
   Params* params_;
   Status status_;
+  bool is_output_dead_ = false;
   absl::InlinedVector<Output, 2> outputs_;
 };
 

@@ -10,9 +10,13 @@
 #include "runnel/devices/cpu_device.h"
 #include "runnel/framework/op.h"
 #include "runnel/graph/graph_def.h"
+#include "runnel/graph/partition.h"
 #include "runnel/graph/prune.h"
 #include "runnel/runtime/device_mgr.h"
 #include "runnel/runtime/executor.h"
+#include "runnel/runtime/graph_optimizer.h"
+#include "runnel/runtime/local_rendezvous.h"
+#include "runnel/runtime/placer.h"
 #include "runnel/runtime/session.h"
 
 namespace runnel {
@@ -86,10 +90,20 @@ class StepCallFrame : public CallFrameInterface {
   std::vector<char> set_;
 };
 
+// One device's share of a step.
+struct PartitionExec {
+  Device* device = nullptr;
+  std::unique_ptr<Graph> graph;  // Null when it is the whole pruned graph.
+  std::unique_ptr<Executor> executor;
+};
+
 // Everything compiled for one (feeds, fetches, targets) signature.
 struct ExecutorsAndKeys {
   std::unique_ptr<Graph> graph;  // The pruned, placed graph.
-  std::unique_ptr<Executor> executor;
+  // One per device the step uses; a step on one device runs `graph` itself.
+  std::vector<PartitionExec> partitions;
+  // What RunOptions.output_partition_graphs returns.
+  std::vector<GraphDef> partition_graph_defs;
   PruneInfo info;
   // Expected shape of each feed (from Placeholder shape attrs), if known.
   std::vector<PartialTensorShape> feed_shapes;
@@ -97,10 +111,10 @@ struct ExecutorsAndKeys {
 
 class DirectSession : public Session {
  public:
-  explicit DirectSession(const SessionOptions& options)
+  DirectSession(const SessionOptions& options,
+                std::unique_ptr<DeviceMgr> device_mgr)
       : options_(options),
-        resource_mgr_(std::make_unique<ResourceMgr>()),
-        device_mgr_(NewLocalDeviceMgr(resource_mgr_.get())),
+        device_mgr_(std::move(device_mgr)),
         graph_(std::make_unique<Graph>()) {}
 
   ~DirectSession() override { (void)Close(); }
@@ -116,6 +130,7 @@ class DirectSession : public Session {
       RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
     has_graph_ = true;
+    placed_ = false;
     return absl::OkStatus();
   }
 
@@ -126,6 +141,7 @@ class DirectSession : public Session {
       RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
     has_graph_ = true;
+    placed_ = false;
     return absl::OkStatus();
   }
 
@@ -177,19 +193,27 @@ class DirectSession : public Session {
       const std::vector<std::string>& outputs,
       const std::vector<std::string>& targets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
-  Status PlaceNodes(Graph* g) const;
-  Status CreateKernel(const Node& node, std::shared_ptr<OpKernel>* kernel);
+  Status PlaceFullGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
+  Status PlaceStepNodes(Graph* g) const;
+  Status Partition(ExecutorsAndKeys* ek, bool has_control_flow) const;
+  Status CreateKernel(Device* device, const Node& node,
+                      std::shared_ptr<OpKernel>* kernel);
   Status CheckFeeds(
       const ExecutorsAndKeys& ek,
       const std::vector<std::pair<std::string, Tensor>>& inputs) const;
 
   const SessionOptions options_;
-  std::unique_ptr<ResourceMgr> resource_mgr_;
   std::unique_ptr<DeviceMgr> device_mgr_;
 
   absl::Mutex graph_mu_;
   std::unique_ptr<Graph> graph_ ABSL_GUARDED_BY(graph_mu_);
   bool has_graph_ ABSL_GUARDED_BY(graph_mu_) = false;
+  // Whether every node of graph_ has its device (placement runs on the full
+  // graph, as TF's default place_pruned_graph = false does, so a node keeps
+  // its device across signatures; stateful nodes keep theirs across Extend).
+  bool placed_ ABSL_GUARDED_BY(graph_mu_) = false;
+  absl::flat_hash_map<std::string, std::string> stateful_placements_
+      ABSL_GUARDED_BY(graph_mu_);
   bool closed_ ABSL_GUARDED_BY(graph_mu_) = false;
 
   absl::Mutex cache_mu_;
@@ -207,6 +231,23 @@ class DirectSession : public Session {
       ABSL_GUARDED_BY(steps_mu_);
   std::atomic<int64_t> next_step_id_{1};
 };
+
+// RUNNEL_LOG_OPTIMIZER=1 prints what the graph passes did to each step.
+bool LogOptimizer() {
+  static const bool on = [] {
+    const char* v = std::getenv("RUNNEL_LOG_OPTIMIZER");
+    return v != nullptr && v[0] != '\0' && v[0] != '0';
+  }();
+  return on;
+}
+
+std::string SignatureKey(const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& outputs,
+                         const std::vector<std::string>& targets) {
+  return absl::StrCat(absl::StrJoin(feeds, ","), "->",
+                      absl::StrJoin(outputs, ","), "/",
+                      absl::StrJoin(targets, ","));
+}
 
 std::string SignatureKey(
     const std::vector<std::pair<std::string, Tensor>>& inputs,
@@ -250,6 +291,7 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     const std::vector<std::string>& feeds,
     const std::vector<std::string>& outputs,
     const std::vector<std::string>& targets) {
+  if (!placed_) RETURN_IF_ERROR(PlaceFullGraph());
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->graph = std::make_unique<Graph>();
   RETURN_IF_ERROR(PruneForFetches(*graph_, feeds, outputs, targets,
@@ -273,46 +315,155 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
       ek->feed_shapes.push_back(PartialTensorShape());
     }
   }
-  RETURN_IF_ERROR(PlaceNodes(ek->graph.get()));
-  ExecutorParams params;
-  params.device = device_mgr_->devices()[0];
-  params.pool = CpuThreadPool();
-  params.create_kernel = [this](const Node& n, std::shared_ptr<OpKernel>* k) {
-    return CreateKernel(n, k);
-  };
-  ASSIGN_OR_RETURN(ek->executor, Executor::Create(params, *ek->graph));
+  RETURN_IF_ERROR(PlaceStepNodes(ek->graph.get()));
+  // Whitepaper §5.1: CSE, constant folding, dead-node removal
+  // (GraphOptions.optimizer_options; on by default, as in TF).
+  {
+    absl::flat_hash_set<std::string> keep;
+    for (const std::string& t : targets) {
+      keep.insert(!t.empty() && t[0] == '^' ? t.substr(1) : t);
+    }
+    GraphOptimizationStats stats;
+    RETURN_IF_ERROR(OptimizeGraphForStep(
+        options_.config.graph_options().optimizer_options(),
+        device_mgr_->devices()[0], keep, ek->graph.get(), &stats));
+    if (LogOptimizer()) {
+      std::fprintf(stderr, "runnel: optimized step graph (%s): %s\n",
+                   SignatureKey(feeds, outputs, targets).c_str(),
+                   stats.ToString().c_str());
+    }
+  }
+
+  bool has_control_flow = false;
+  absl::flat_hash_set<std::string> used;
+  for (const Node* n : ek->graph->nodes()) {
+    has_control_flow |= n->IsControlFlow();
+    used.insert(n->assigned_device_name());
+  }
+  if (used.size() <= 1) {
+    // One device: its executor runs the pruned graph itself.
+    PartitionExec p;
+    p.device = used.empty() ? device_mgr_->devices()[0]
+                            : device_mgr_->FindDevice(*used.begin());
+    if (p.device == nullptr) {
+      return errors::Internal("node placed on unknown device '", *used.begin(),
+                              "'");
+    }
+    ek->partitions.push_back(std::move(p));
+  } else {
+    RETURN_IF_ERROR(Partition(ek.get(), has_control_flow));
+  }
+  for (PartitionExec& p : ek->partitions) {
+    ExecutorParams params;
+    params.device = p.device;
+    params.pool = CpuThreadPool();
+    params.dead_inputs_possible = has_control_flow;
+    Device* device = p.device;
+    // A partition's nodes were re-imported from its GraphDef; their kernels
+    // are made from the step graph's node properties, so a stateful node
+    // shares one kernel (and its state) across every signature.
+    const Graph* step_graph = p.graph != nullptr ? ek->graph.get() : nullptr;
+    params.create_kernel = [this, device, step_graph](
+                               const Node& n, std::shared_ptr<OpKernel>* k) {
+      const Node* orig =
+          step_graph != nullptr ? step_graph->FindNode(n.name()) : nullptr;
+      return CreateKernel(device, orig != nullptr ? *orig : n, k);
+    };
+    const Graph& g = p.graph != nullptr ? *p.graph : *ek->graph;
+    ASSIGN_OR_RETURN(p.executor, Executor::Create(params, g));
+  }
+  if (ek->partition_graph_defs.empty()) {
+    GraphDef def;
+    ToGraphDef(*ek->graph, &def, ToGraphDefOptions{true});
+    ek->partition_graph_defs.push_back(std::move(def));
+  }
   return ek;
 }
 
-// Single-device placement: every node goes to the CPU. A node that asks for
-// a device this process lacks fails, unless soft placement is allowed.
-Status DirectSession::PlaceNodes(Graph* g) const {
-  DeviceBase* cpu = device_mgr_->devices()[0];
+// Places every node of the full graph (whitepaper §3.2.1; runtime/placer.h):
+// once per Create/Extend, so a node keeps its device in every signature.
+// Stateful nodes (variables, queues) keep the device they had before an
+// Extend, since their state lives there.
+Status DirectSession::PlaceFullGraph() {
+  for (Node* n : graph_->nodes()) {
+    auto it = stateful_placements_.find(n->name());
+    n->set_assigned_device_name(it != stateful_placements_.end() ? it->second
+                                                                 : "");
+  }
+  PlacerOptions opts;
+  opts.allow_soft_placement = options_.config.allow_soft_placement();
+  opts.log_device_placement = options_.config.log_device_placement();
+  std::vector<std::string> log;
+  RETURN_IF_ERROR(PlaceGraph(opts, device_mgr_->devices(), graph_.get(),
+                             opts.log_device_placement ? &log : nullptr));
+  for (const std::string& line : log) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  for (Node* n : graph_->nodes()) {
+    if (n->IsStateful())
+      stateful_placements_[n->name()] = n->assigned_device_name();
+  }
+  placed_ = true;
+  return absl::OkStatus();
+}
+
+// The nodes pruning added (_Arg for feeds, _Retval for fetches) go where
+// their tensor is: a feed to its first consumer's device, a fetch to its
+// producer's. Every CPU device shares host memory, so neither copies.
+Status DirectSession::PlaceStepNodes(Graph* g) const {
+  const std::string& cpu0 = device_mgr_->devices()[0]->name();
   for (Node* n : g->nodes()) {
-    const std::string& requested = n->requested_device();
-    if (!requested.empty()) {
-      auto spec = DeviceName::Parse(requested);
-      if (!spec.ok()) {
-        return errors::InvalidArgument("node '", n->name(),
-                                       "': ", spec.status().message());
+    if (!n->assigned_device_name().empty()) continue;
+    std::string device = cpu0;
+    if (n->type_string() == "_Retval") {
+      for (const Edge* e : n->in_edges()) {
+        if (!e->IsControlEdge()) device = e->src()->assigned_device_name();
       }
-      if (device_mgr_->FindMatching(*spec) == nullptr &&
-          !options_.config.allow_soft_placement()) {
-        return errors::InvalidArgument(
-            "cannot assign a device for node '", n->name(),
-            "': requested device '", requested,
-            "' does not exist; available: ", cpu->name(),
-            " (set allow_soft_placement to place it on the CPU)");
+    } else {
+      for (const Edge* e : n->out_edges()) {
+        if (!e->IsControlEdge() && !e->dst()->assigned_device_name().empty()) {
+          device = e->dst()->assigned_device_name();
+          break;
+        }
       }
     }
-    n->set_assigned_device_name(cpu->name());
+    if (device.empty()) device = cpu0;
+    n->set_assigned_device_name(device);
   }
   return absl::OkStatus();
 }
 
-Status DirectSession::CreateKernel(const Node& node,
+// Cuts the placed step graph into one graph per device, joined by
+// _Send/_Recv pairs over the step's rendezvous (runnel/graph/partition.h).
+Status DirectSession::Partition(ExecutorsAndKeys* ek,
+                                bool has_control_flow) const {
+  PartitionOptions popts;
+  popts.get_incarnation = [this](const std::string& name) -> uint64_t {
+    Device* d = device_mgr_->FindDevice(name);
+    return d == nullptr ? 0 : d->incarnation();
+  };
+  std::map<std::string, GraphDef> parts;
+  RETURN_IF_ERROR(runnel::Partition(popts, *ek->graph, &parts));
+  (void)has_control_flow;
+  ImportGraphDefOptions iopts;
+  iopts.allow_internal_ops = true;
+  for (auto& [name, def] : parts) {
+    PartitionExec p;
+    p.device = device_mgr_->FindDevice(name);
+    if (p.device == nullptr) {
+      return errors::Internal("partition for unknown device '", name, "'");
+    }
+    p.graph = std::make_unique<Graph>();
+    RETURN_IF_ERROR(ImportGraphDef(def, p.graph.get(), iopts));
+    for (Node* n : p.graph->nodes()) n->set_assigned_device_name(name);
+    ek->partition_graph_defs.push_back(std::move(def));
+    ek->partitions.push_back(std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+Status DirectSession::CreateKernel(Device* device, const Node& node,
                                    std::shared_ptr<OpKernel>* kernel) {
-  DeviceBase* device = device_mgr_->devices()[0];
   const bool share = node.IsStateful() && !node.type_string().empty() &&
                      node.type_string()[0] != '_';
   if (share) {
@@ -397,39 +548,89 @@ Status DirectSession::Run(
     return errors::Cancelled("session has been closed");
   }
 
-  std::unique_ptr<StepStatsCollector> collector;
+  const size_t num_parts = ek->partitions.size();
+  std::vector<std::unique_ptr<StepStatsCollector>> collectors;
   if (options.trace_level() != RunOptions::NO_TRACE &&
       run_metadata != nullptr) {
-    collector =
-        std::make_unique<StepStatsCollector>(device_mgr_->devices()[0]->name());
+    for (const PartitionExec& p : ek->partitions) {
+      collectors.push_back(
+          std::make_unique<StepStatsCollector>(p.device->name()));
+    }
   }
-  Executor::Args args;
-  args.step_id = next_step_id_.fetch_add(1);
-  args.call_frame = &frame;
-  args.cancellation_manager = &cm;
-  args.resource_manager = resource_mgr_.get();
+  // Partitions meet in a fresh rendezvous; cancelling the step (Close, a
+  // timeout) aborts it, so no Recv waits for a Send that will never come.
+  std::unique_ptr<LocalRendezvous> rendezvous;
+  CancellationManager::Token abort_token = 0;
+  bool abort_registered = false;
+  if (num_parts > 1) {
+    rendezvous = std::make_unique<LocalRendezvous>();
+    abort_token = cm.NewToken();
+    LocalRendezvous* r = rendezvous.get();
+    abort_registered = cm.RegisterCallback(abort_token, [r] {
+      r->StartAbort(errors::Cancelled("the step was cancelled"));
+    });
+    if (!abort_registered) {
+      rendezvous->StartAbort(errors::Cancelled("the step was cancelled"));
+    }
+  }
   StepResources step_resources;  // TensorArrays and stacks die with the step.
-  args.step_resources = &step_resources;
-  args.stats = collector.get();
+  const int64_t step_id = next_step_id_.fetch_add(1);
+  std::vector<Executor::Args> args(num_parts);
+  for (size_t i = 0; i < num_parts; ++i) {
+    Executor::Args& a = args[i];
+    a.step_id = step_id;
+    a.call_frame = &frame;
+    a.cancellation_manager = &cm;
+    a.resource_manager = ek->partitions[i].device->resource_manager();
+    a.step_resources = &step_resources;
+    a.stats = collectors.empty() ? nullptr : collectors[i].get();
+    a.rendezvous = rendezvous.get();
+  }
 
   int64_t timeout_ms = options.timeout_in_ms();
   if (timeout_ms <= 0) timeout_ms = options_.config.operation_timeout_in_ms();
 
+  // Every partition reports once; the first error aborts the others (so they
+  // stop waiting on Recvs) and is the step's result.
   absl::Notification done;
+  absl::Mutex status_mu;
   Status run_status;
+  std::atomic<size_t> pending{num_parts};
   auto on_done = [&](const Status& s) {
-    run_status = s;
-    done.Notify();
+    if (!s.ok()) {
+      bool first = false;
+      {
+        absl::MutexLock l(&status_mu);
+        // The first error wins, except that a partition's Cancelled or
+        // Aborted caused by another's error (the abort below) gives way to
+        // that error, whichever reports first.
+        auto derived = [](const Status& x) {
+          return x.code() == absl::StatusCode::kCancelled ||
+                 x.code() == absl::StatusCode::kAborted;
+        };
+        if (run_status.ok()) {
+          run_status = s;
+          first = true;
+        } else if (derived(run_status) && !derived(s)) {
+          run_status = s;
+        }
+      }
+      if (first && rendezvous != nullptr) rendezvous->StartAbort(s);
+    }
+    if (pending.fetch_sub(1) == 1) done.Notify();
   };
-  if (timeout_ms > 0) {
-    // The executor runs cheap nodes inline on the thread that starts it,
-    // so a step that must be interruptible (an endless loop of cheap nodes)
-    // starts on the pool while this thread keeps the clock.
-    CpuThreadPool()->Schedule(
-        [&ek, &args, &on_done] { ek->executor->RunAsync(args, on_done); });
-  } else {
-    ek->executor->RunAsync(args, on_done);
+  // The executor runs cheap nodes inline on the thread that starts it: a
+  // step that must be interruptible (an endless loop of cheap nodes) starts
+  // on the pool while this thread keeps the clock, and every partition but
+  // the first starts on the pool so the devices run concurrently.
+  for (size_t i = 0; i < num_parts; ++i) {
+    if (i > 0 || timeout_ms > 0) {
+      Executor* e = ek->partitions[i].executor.get();
+      Executor::Args* a = &args[i];
+      CpuThreadPool()->Schedule([e, a, &on_done] { e->RunAsync(*a, on_done); });
+    }
   }
+  if (timeout_ms <= 0) ek->partitions[0].executor->RunAsync(args[0], on_done);
   bool timed_out = false;
   if (timeout_ms > 0) {
     if (!done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
@@ -440,16 +641,22 @@ Status DirectSession::Run(
   } else {
     done.WaitForNotification();
   }
+  if (abort_registered) cm.DeregisterCallback(abort_token);
   unregister();
   if (timed_out) {
     return errors::DeadlineExceeded("step timed out after ", timeout_ms, " ms");
   }
   if (!run_status.ok()) return run_status;
 
-  if (outputs == nullptr) {
-    if (collector) collector->Finalize(run_metadata->mutable_step_stats());
-    return absl::OkStatus();
+  if (run_metadata != nullptr) {
+    for (auto& c : collectors) c->Finalize(run_metadata->mutable_step_stats());
+    if (options.output_partition_graphs()) {
+      for (const GraphDef& g : ek->partition_graph_defs) {
+        *run_metadata->add_partition_graphs() = g;
+      }
+    }
   }
+  if (outputs == nullptr) return absl::OkStatus();
   outputs->clear();
   outputs->reserve(output_names.size());
   for (size_t i = 0; i < output_names.size(); ++i) {
@@ -462,14 +669,16 @@ Status DirectSession::Run(
     }
     outputs->push_back(std::move(frame.retvals()[i]));
   }
-  if (collector) collector->Finalize(run_metadata->mutable_step_stats());
   return absl::OkStatus();
 }
 
 }  // namespace
 
 StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
-  return std::unique_ptr<Session>(new DirectSession(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices,
+                   NewLocalDeviceMgr(options.config));
+  return std::unique_ptr<Session>(
+      new DirectSession(options, std::move(devices)));
 }
 
 }  // namespace runnel

@@ -38,6 +38,16 @@ void ComputeGuarded(OpKernel* kernel, OpKernelContext* ctx) {
   }
 }
 
+// FNV-1a: stable across processes and builds (frame ids travel in keys).
+uint64_t StableHash64(absl::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h == 0 ? 1 : h;  // 0 is the root frame.
+}
+
 struct OutEdge {
   int32_t dst;         // Node item index.
   int32_t dst_slot;    // Global input slot of the destination.
@@ -56,6 +66,8 @@ struct NodeItem {
   bool is_exit = false;
   bool is_next_iteration = false;
   bool is_control_trigger = false;
+  // _Send/_HostSend run even on a dead input (to pass the dead token on).
+  bool is_send = false;
   int32_t num_inputs = 0;
   // The node's frame, its index among that frame's nodes, and the first of
   // its input slots in that frame's per-iteration storage.
@@ -205,6 +217,12 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
     item.is_exit = IsOp(n, {"Exit", "RefExit"});
     item.is_next_iteration = IsOp(n, {"NextIteration", "RefNextIteration"});
     item.is_control_trigger = IsOp(n, {"ControlTrigger"});
+    item.is_send = IsOp(n, {"_Send", "_HostSend"});
+    // A _Recv may receive a dead token when the graph it was cut from has
+    // control flow: then this partition tracks deadness too.
+    if (params.dead_inputs_possible && IsOp(n, {"_Recv", "_HostRecv"})) {
+      plan->has_control_flow = true;
+    }
     if (item.is_enter) {
       RETURN_IF_ERROR(
           GetAttr(n->attrs(), "is_constant", &item.is_constant_enter));
@@ -361,6 +379,9 @@ struct IterationState {
 struct FrameState {
   const FrameInfo* info = nullptr;
   std::string key;
+  // Names this frame instance in rendezvous keys: a stable hash of `key`,
+  // so every partition of a loop (in any process) computes the same one.
+  uint64_t id = 0;
   FrameState* parent = nullptr;
   int64_t parent_iter = 0;
   int64_t max_parallel_iterations = 1;
@@ -513,10 +534,25 @@ class ExecutorState {
       return;
     }
     if (t.is_dead) {
+      Status s;
+      if (item.is_send) {
+        // The dead token crosses to the other device (its Recv's consumers
+        // are dead too); the input slots hold no value and are not read.
+        absl::InlinedVector<TensorValue, 4> none(item.num_inputs);
+        OpKernelContext::Params params;
+        FillParams(item, none, &params);
+        params.frame_iter = {t.frame->id, t.iter};
+        params.is_input_dead = true;
+        OpKernelContext ctx(&params);
+        ComputeGuarded(item.kernel.get(), &ctx);
+        if (!ctx.status().ok()) {
+          s = errors::Prefix(ctx.status(), item.kernel->ErrorPrefix());
+        }
+      }
       ClearInputs(entries, item);
       ReadyList ready;
       PropagateControlFlow(t, nullptr, &ready);
-      NodeDone(absl::OkStatus(), ready, inline_ready);
+      NodeDone(s, ready, inline_ready);
       return;
     }
     absl::InlinedVector<TensorValue, 4> in(item.num_inputs);
@@ -544,6 +580,7 @@ class ExecutorState {
 
     OpKernelContext::Params params;
     FillParams(item, in, &params);
+    if (t.frame != nullptr) params.frame_iter = {t.frame->id, t.iter};
     OpKernelContext ctx(&params);
     if (stats)
       stats->set_op_start_rel_nanos(NowNanos() - stats->all_start_nanos());
@@ -607,6 +644,7 @@ class ExecutorState {
     auto* st = new AsyncState{t,       std::move(in),    {},
                               nullptr, std::move(stats), tracing};
     FillParams(item, st->in, &st->params);
+    if (t.frame != nullptr) st->params.frame_iter = {t.frame->id, t.iter};
     st->ctx = std::make_unique<OpKernelContext>(&st->params);
     if (tracing)
       st->stats.set_op_start_rel_nanos(NowNanos() -
@@ -635,6 +673,7 @@ class ExecutorState {
     p->step_id = args_.step_id;
     p->runner = &runner_;
     p->track_allocations = args_.stats != nullptr;
+    p->rendezvous = args_.rendezvous;
   }
 
   Status PrepareInputs(const NodeItem& item, Entry* entries,
@@ -861,6 +900,7 @@ class ExecutorState {
     if (it != frames_.end()) return it->second.get();
     auto child = std::make_unique<FrameState>(&info, enter.parallel_iterations);
     child->key = key;
+    child->id = StableHash64(key);
     child->parent = parent;
     child->parent_iter = parent_iter;
     {

@@ -34,6 +34,10 @@ struct ExecutorParams {
   ThreadPool* pool = nullptr;  // For expensive nodes and async kernels.
   // Creates (or returns a shared) kernel for a node.
   std::function<Status(const Node&, std::shared_ptr<OpKernel>*)> create_kernel;
+  // Set for a partition of a graph with control flow: its _Recv nodes may
+  // receive dead tokens, so the executor tracks deadness even when the
+  // partition itself has no Switch (Note [Frames and dead tensors]).
+  bool dead_inputs_possible = false;
 };
 
 // Collects per-node timings when a step is traced. Thread-safe.
@@ -64,6 +68,9 @@ class Executor {
     ResourceMgr* resource_manager = nullptr;
     StepResources* step_resources = nullptr;  // Per-step resources.
     StepStatsCollector* stats = nullptr;      // Null unless tracing.
+    // Where this step's _Send/_Recv nodes meet (shared by every partition
+    // of the step); may be null for a graph without them.
+    Rendezvous* rendezvous = nullptr;
   };
   using DoneCallback = std::function<void(const Status&)>;
 
