@@ -29,6 +29,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/types/span.h"
+#include "runnel/cpu/integer.h"
 #include "runnel/framework/tensor_shape.h"
 
 namespace runnel {
@@ -107,19 +108,12 @@ inline bool ShapeElementsFit(absl::Span<const int64_t> dims) {
 // ---------------------------------------------------------------------------
 // Implementation.
 
-namespace bcast_internal {
-// Wrapping multiply: dims come from user data (BroadcastGradientArgs), so a
-// product may overflow; the result is then meaningless but not UB.
-inline int64_t WrapMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) *
-                              static_cast<uint64_t>(b));
-}
-}  // namespace bcast_internal
-
 template <int N>
 BCastList<N>::BCastList(const std::array<absl::Span<const int64_t>, N>& shapes,
                         bool fewer_dims_optimization) {
-  using bcast_internal::WrapMul;
+  // Wrapping: dims come from user data (BroadcastGradientArgs), so a
+  // product may overflow; the result is then meaningless but not UB.
+  using cpu::WrapMul;
   bool all_equal = true;
   size_t largest_rank = 0;
   for (int i = 0; i < N; ++i) {

@@ -1,7 +1,5 @@
 #include "runnel/cpu/conv.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -17,6 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "runnel/base/logging.h"
 #include "runnel/cpu/gemm.h"
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/omp_threads.h"
+#include "runnel/cpu/parallel.h"
 
 namespace runnel::cpu {
 
@@ -66,56 +67,6 @@ constexpr int64_t kMaxPatchElements = int64_t{4} << 20;
 
 int ThreadsFor(const Conv2DGeometry& g) {
   return g.MacCount() < kParallelMinMacs ? 1 : GemmNumThreads();
-}
-
-// Sets the calling thread's OpenMP thread count for one scope.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int n) : n_(n), saved_(omp_get_max_threads()) {
-    if (n_ != saved_) omp_set_num_threads(n_);
-  }
-  ~ScopedOmpThreads() {
-    if (n_ != saved_) omp_set_num_threads(saved_);
-  }
-  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
-  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
-
- private:
-  int n_;
-  int saved_;
-};
-
-// Runs fn(begin, end) over [0, n), on the pool when the work is worth it.
-template <typename Fn>
-void ParallelRange(ThreadPool* pool, int64_t n, int64_t cost_ns, const Fn& fn) {
-  if (n <= 0) return;
-  if (pool == nullptr || pool->NumThreads() <= 1 || n * cost_ns < 60000) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  pool->ParallelFor(n, cost_ns, fn);
-}
-
-// a + b * c, wrapping (not undefined) on integer overflow.
-template <typename T>
-inline T MulAdd(T a, T b, T c) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) +
-                          static_cast<U>(b) * static_cast<U>(c));
-  } else {
-    return a + b * c;
-  }
-}
-
-template <typename T>
-inline T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
 }
 
 template <typename T>

@@ -3,9 +3,8 @@
 //
 // The loops are plain `for` loops over raw pointers with the per-element
 // function inlined, so the compiler vectorises them (-O3, AVX2). Work is
-// split with ThreadPool::ParallelFor only when it is worth a hand-off;
-// small tensors run inline without building a std::function, which keeps
-// the per-call cost of scalar ops to a few nanoseconds.
+// split with cpu::ParallelRange (runnel/cpu/parallel.h), so small tensors
+// run inline without building a std::function.
 //
 // Output buffers may alias an input buffer (forwarding) provided the input
 // has as many elements as the output: every loop reads element i of such an
@@ -25,28 +24,11 @@
 #include "runnel/base/status.h"
 #include "runnel/base/threadpool.h"
 #include "runnel/cpu/bcast.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/tensor_shape.h"
 
 namespace runnel {
 namespace cpu {
-
-// Below this much estimated work (ns) ParallelFor would run inline anyway;
-// calling the loop directly skips building a std::function.
-inline constexpr int64_t kInlineWorkNs = 60000;
-
-// Runs fn(begin, end) over [0, n), split across `pool` when the work
-// (n * cost_per_element_ns) is large enough. `pool` may be null.
-template <typename Fn>
-inline void ParallelRange(ThreadPool* pool, int64_t n,
-                          int64_t cost_per_element_ns, const Fn& fn) {
-  if (n <= 0) return;
-  if (pool == nullptr || pool->NumThreads() <= 1 ||
-      n * cost_per_element_ns < kInlineWorkNs) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  pool->ParallelFor(n, cost_per_element_ns, fn);
-}
 
 // y[i] = f(x[i]) for i in [0, n).
 template <typename In, typename Out, typename F>

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "runnel/base/logging.h"
+#include "runnel/cpu/omp_threads.h"
 
 // Declared by OpenBLAS's cblas.h, but not by the netlib one the Debian
 // alternatives may select; the library we link is OpenBLAS either way.
@@ -55,23 +56,6 @@ int ThreadsFor(int64_t m, int64_t n, int64_t k, int max_threads) {
   if (work < kParallelMinWork) t = 1;
   return t;
 }
-
-// Sets the calling thread's OpenMP thread count for one scope.
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int n) : n_(n), saved_(omp_get_max_threads()) {
-    if (n_ != saved_) omp_set_num_threads(n_);
-  }
-  ~ScopedOmpThreads() {
-    if (n_ != saved_) omp_set_num_threads(saved_);
-  }
-  ScopedOmpThreads(const ScopedOmpThreads&) = delete;
-  ScopedOmpThreads& operator=(const ScopedOmpThreads&) = delete;
-
- private:
-  int n_;
-  int saved_;
-};
 
 void CheckArgs(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                int64_t lda, int64_t ldb, int64_t ldc) {

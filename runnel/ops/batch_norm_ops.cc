@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runnel/base/threadpool.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/shape_inference.h"
@@ -46,15 +47,7 @@ Layout MakeLayout(const TensorShape& x, const std::string& format) {
   return l;
 }
 
-template <typename Fn>
-void ParallelRange(ThreadPool* pool, int64_t n, int64_t cost_ns, const Fn& fn) {
-  if (n <= 0) return;
-  if (pool == nullptr || pool->NumThreads() <= 1 || n * cost_ns < 60000) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  pool->ParallelFor(n, cost_ns, fn);
-}
+using cpu::ParallelRange;
 
 // Per-channel sums (in double) of f(index, channel) over every element.
 template <typename F>

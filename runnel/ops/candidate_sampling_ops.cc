@@ -30,11 +30,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "runnel/cpu/philox.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/guarded_philox.h"
 
 namespace runnel {
 namespace {
@@ -45,36 +45,6 @@ using random::Philox4x32;
 // than run for minutes on a distribution whose rare classes almost never
 // come up.
 constexpr int64_t kMaxUniqueTries = int64_t{1} << 28;
-
-// The generator of one kernel instance (Note [Candidate samplers]).
-class GuardedPhilox {
- public:
-  Status Init(OpKernelConstruction* c) {
-    int64_t seed = 0, seed2 = 0;
-    RETURN_IF_ERROR(c->GetAttr("seed", &seed));
-    RETURN_IF_ERROR(c->GetAttr("seed2", &seed2));
-    uint64_t s = static_cast<uint64_t>(seed), s2 = static_cast<uint64_t>(seed2);
-    if (s == 0 && s2 == 0) {
-      s = random::New64();
-      s2 = random::New64();
-    }
-    absl::MutexLock lock(&mu_);
-    gen_ = Philox4x32(s, s2);
-    return absl::OkStatus();
-  }
-
-  // A generator at the start of `words` fresh 32-bit words of the stream.
-  Philox4x32 ReserveSamples32(uint64_t words) {
-    absl::MutexLock lock(&mu_);
-    Philox4x32 local = gen_;
-    gen_.Skip((words + 3) / 4);
-    return local;
-  }
-
- private:
-  absl::Mutex mu_;
-  Philox4x32 gen_ ABSL_GUARDED_BY(mu_);
-};
 
 // TensorFlow's SimplePhilox: 32/64-bit words, doubles in [0, 1) and exact
 // (unbiased) integers in [0, n) from a Philox stream.
@@ -237,8 +207,9 @@ class CandidateSamplerKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape({num_sampled_}),
                                              &sampled_expected));
 
+    // 2048 * num_sampled 32-bit words, four to a counter block.
     Philox4x32 gen =
-        generator_.ReserveSamples32(2048 * static_cast<uint64_t>(num_sampled_));
+        generator_.Reserve(2048 * static_cast<uint64_t>(num_sampled_) / 4);
     SimplePhilox rnd(&gen);
     int64_t* out = sampled->data<int64_t>();
     int64_t num_tries = num_sampled_;

@@ -13,6 +13,7 @@
 #include "runnel/cpu/conv.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/ops/window_attrs.h"
 
 namespace runnel {
 namespace {
@@ -20,112 +21,19 @@ namespace {
 // ---------------------------------------------------------------------------
 // Attrs and geometry shared by every op of the family.
 
-// Window attrs larger than this are rejected (TensorFlow keeps them in
-// int32).
-constexpr int64_t kMaxWindowAttr = std::numeric_limits<int32_t>::max();
-
 using cpu::ActivationShape;
 using cpu::Dims4;
 using cpu::DimsOf;
 
-struct ConvAttrs {
-  bool channels_first = false;
-  cpu::Padding padding = cpu::Padding::kValid;
-  int64_t stride_rows = 1, stride_cols = 1;
-  int64_t dilation_rows = 1, dilation_cols = 1;
-  // EXPLICIT padding only.
-  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-};
-
-// Checks a 4-entry strides/dilations list: 1 on batch and depth, positive
-// rows and columns.
-Status CheckWindowList(const std::vector<int64_t>& v, const char* what,
-                       const Dims4& d) {
-  if (v.size() != 4) {
-    return errors::InvalidArgument("Sliding window ", what,
-                                   " field must specify 4 dimensions, got ",
-                                   v.size(), " values");
-  }
-  if (v[d.n] != 1 || v[d.c] != 1) {
-    return errors::InvalidArgument(
-        "Current implementation does not yet support ", what,
-        " in the batch and depth dimensions: [", absl::StrJoin(v, ","), "]");
-  }
-  if (v[d.h] <= 0 || v[d.w] <= 0 || v[d.h] > kMaxWindowAttr ||
-      v[d.w] > kMaxWindowAttr) {
-    return errors::InvalidArgument("Row and column ", what,
-                                   " must be in [1, 2^31): [",
-                                   absl::StrJoin(v, ","), "]");
-  }
-  return absl::OkStatus();
-}
-
-Status CheckExplicitPaddings(const std::vector<int64_t>& p, const Dims4& d,
-                             ConvAttrs* a) {
-  if (p.size() != 8) {
-    return errors::InvalidArgument(
-        "explicit_paddings attribute must contain 8 values, but got: ",
-        p.size());
-  }
-  for (int64_t v : p) {
-    if (v < 0 || v > kMaxWindowAttr) {
-      return errors::InvalidArgument(
-          "All elements of explicit_paddings must be non-negative and below "
-          "2^31, got [",
-          absl::StrJoin(p, ","), "]");
-    }
-  }
-  if (p[2 * d.n] != 0 || p[2 * d.n + 1] != 0 || p[2 * d.c] != 0 ||
-      p[2 * d.c + 1] != 0) {
-    return errors::InvalidArgument(
-        "Nonzero explicit padding in the batch or depth dimensions is not "
-        "supported: [",
-        absl::StrJoin(p, ","), "]");
-  }
-  a->pad_top = p[2 * d.h];
-  a->pad_bottom = p[2 * d.h + 1];
-  a->pad_left = p[2 * d.w];
-  a->pad_right = p[2 * d.w + 1];
-  return absl::OkStatus();
-}
-
 // Reads and validates strides, dilations, padding, explicit_paddings and
-// data_format.
-Status ParseConvAttrs(const AttrMap& attrs, ConvAttrs* a) {
-  std::string format, padding;
-  std::vector<int64_t> strides, dilations, explicit_paddings;
-  RETURN_IF_ERROR(GetAttr(attrs, "data_format", &format));
-  RETURN_IF_ERROR(GetAttr(attrs, "padding", &padding));
-  RETURN_IF_ERROR(GetAttr(attrs, "strides", &strides));
-  RETURN_IF_ERROR(GetAttr(attrs, "dilations", &dilations));
-  RETURN_IF_ERROR(GetAttr(attrs, "explicit_paddings", &explicit_paddings));
-  if (format != "NHWC" && format != "NCHW") {
-    return errors::InvalidArgument("Invalid data format: ", format);
-  }
-  a->channels_first = format == "NCHW";
-  const Dims4 d = DimsOf(a->channels_first);
-  RETURN_IF_ERROR(CheckWindowList(strides, "strides", d));
-  RETURN_IF_ERROR(CheckWindowList(dilations, "dilations", d));
-  a->stride_rows = strides[d.h];
-  a->stride_cols = strides[d.w];
-  a->dilation_rows = dilations[d.h];
-  a->dilation_cols = dilations[d.w];
-  RETURN_IF_ERROR(cpu::ParsePadding(padding, &a->padding));
-  if (a->padding == cpu::Padding::kExplicit) {
-    return CheckExplicitPaddings(explicit_paddings, d, a);
-  }
-  if (!explicit_paddings.empty()) {
-    return errors::InvalidArgument(
-        "explicit_paddings attribute must be empty if the padding attribute "
-        "is not EXPLICIT, got [",
-        absl::StrJoin(explicit_paddings, ","), "]");
-  }
-  return absl::OkStatus();
+// data_format (runnel/ops/window_attrs.h).
+Status ParseConvAttrs(const AttrMap& attrs, WindowAttrs* a) {
+  return ParseWindowAttrs(attrs, WindowFamily::kConvolution, a);
 }
 
 // Output size and padding along rows and columns of `g` (whose input and
 // filter sizes are set).
-Status ComputeWindow(const ConvAttrs& a, cpu::Conv2DGeometry* g) {
+Status ComputeWindow(const WindowAttrs& a, cpu::Conv2DGeometry* g) {
   g->stride_rows = a.stride_rows;
   g->stride_cols = a.stride_cols;
   g->dilation_rows = a.dilation_rows;
@@ -154,7 +62,7 @@ Status CheckRank4(const TensorShape& s, const char* what) {
 // Conv2D: input in the data format, HWIO filter [rows, cols, in / groups,
 // out]. TensorFlow's grouped convolution: the input depth may be any
 // positive multiple of the filter's input depth.
-Status Conv2DGeometryFor(const ConvAttrs& a, const TensorShape& input,
+Status Conv2DGeometryFor(const WindowAttrs& a, const TensorShape& input,
                          const TensorShape& filter, cpu::Conv2DGeometry* g) {
   RETURN_IF_ERROR(CheckRank4(input, "input"));
   RETURN_IF_ERROR(CheckRank4(filter, "filter"));
@@ -190,7 +98,7 @@ Status Conv2DGeometryFor(const ConvAttrs& a, const TensorShape& input,
 
 // DepthwiseConv2dNative: filter [rows, cols, in, multiplier], output depth
 // in * multiplier; the grouped convolution with one input channel per group.
-Status DepthwiseGeometryFor(const ConvAttrs& a, const TensorShape& input,
+Status DepthwiseGeometryFor(const WindowAttrs& a, const TensorShape& input,
                             const TensorShape& filter, cpu::Conv2DGeometry* g) {
   RETURN_IF_ERROR(CheckRank4(input, "input"));
   RETURN_IF_ERROR(CheckRank4(filter, "filter"));
@@ -219,7 +127,7 @@ Status DepthwiseGeometryFor(const ConvAttrs& a, const TensorShape& input,
 }
 
 template <bool kDepthwise>
-Status GeometryFor(const ConvAttrs& a, const TensorShape& input,
+Status GeometryFor(const WindowAttrs& a, const TensorShape& input,
                    const TensorShape& filter, cpu::Conv2DGeometry* g) {
   return kDepthwise ? DepthwiseGeometryFor(a, input, filter, g)
                     : Conv2DGeometryFor(a, input, filter, g);
@@ -324,7 +232,7 @@ Status OutputDim(InferenceContext* c, int64_t in, int64_t filter,
       c->ErrorPrefix());
 }
 
-Status ParseConvAttrs(InferenceContext* c, ConvAttrs* a) {
+Status ParseConvAttrs(InferenceContext* c, WindowAttrs* a) {
   return errors::Prefix(ParseConvAttrs(c->attrs(), a), c->ErrorPrefix());
 }
 
@@ -332,7 +240,7 @@ Status ConvForwardShape(InferenceContext* c, bool depthwise) {
   PartialTensorShape input, filter;
   RETURN_IF_ERROR(c->WithRank(0, 4, &input));
   RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
-  ConvAttrs a;
+  WindowAttrs a;
   RETURN_IF_ERROR(ParseConvAttrs(c, &a));
   const Dims4 d = DimsOf(a.channels_first);
   const int64_t in_depth = input.dim_size(d.c);
@@ -383,7 +291,7 @@ Status ConvBackpropInputShape(InferenceContext* c, bool allow_spatial_only) {
   PartialTensorShape filter, out_backprop;
   RETURN_IF_ERROR(c->WithRank(1, 4, &filter));
   RETURN_IF_ERROR(c->WithRank(2, 4, &out_backprop));
-  ConvAttrs a;
+  WindowAttrs a;
   RETURN_IF_ERROR(ParseConvAttrs(c, &a));
   const Dims4 d = DimsOf(a.channels_first);
   const int64_t batch = out_backprop.dim_size(d.n);
@@ -437,7 +345,7 @@ Status ConvBackpropFilterShape(InferenceContext* c) {
   PartialTensorShape input, out_backprop, filter;
   RETURN_IF_ERROR(c->WithRank(0, 4, &input));
   RETURN_IF_ERROR(c->WithRank(2, 4, &out_backprop));
-  ConvAttrs a;
+  WindowAttrs a;
   RETURN_IF_ERROR(ParseConvAttrs(c, &a));
   RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(1, &filter));
   if (filter.unknown_rank()) filter = PartialTensorShape::UnknownDims(4);
@@ -460,7 +368,7 @@ class ConvKernelBase : public OpKernel {
   }
 
  protected:
-  ConvAttrs attrs_;
+  WindowAttrs attrs_;
   cpu::Conv2DRunner runner_;
 };
 

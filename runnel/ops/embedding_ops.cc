@@ -39,6 +39,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runnel/cpu/cwise.h"
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/resource_var.h"
@@ -127,41 +129,12 @@ StatusOr<TensorShape> RowsThen(int64_t rows, const TensorShape& tail) {
   return TensorShape::FromDims(dims);
 }
 
-void RunParallel(OpKernelContext* ctx, int64_t total, int64_t cost_per_unit,
-                 const std::function<void(int64_t, int64_t)>& fn) {
-  cpu::ParallelRange(ctx->intra_op_threadpool(), total,
-                     std::max<int64_t>(1, cost_per_unit), fn);
-}
-
 // Integer arithmetic that wraps instead of overflowing (TF's kernels wrap
 // in practice; signed overflow is undefined behaviour in C++).
-template <typename T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename T>
-T WrapSub(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
-  } else {
-    return a - b;
-  }
-}
-template <typename T>
-T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
+using cpu::WrapAdd;
+using cpu::WrapMul;
+using cpu::WrapSub;
+
 // a / b with b != 0 checked by the caller; lowest / -1 wraps.
 template <typename T>
 T SafeDiv(T a, T b) {
@@ -328,12 +301,14 @@ class DynamicPartitionKernel : public OpKernel {
     if (n == 0 || row == 0) return;
     const bool ok = DispatchMoved(data.dtype(), [&]<typename W>() {
       const W* src = static_cast<const W*>(data.raw_data());
-      RunParallel(ctx, n, row * MoveCostNs<W>() + 5, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          W* dst = static_cast<W*>(outs[p[i]]->raw_data());
-          std::copy_n(src + i * row, row, dst + pos[i] * row);
-        }
-      });
+      cpu::ParallelRange(ctx->intra_op_threadpool(), n,
+                         row * MoveCostNs<W>() + 5, [&](int64_t b, int64_t e) {
+                           for (int64_t i = b; i < e; ++i) {
+                             W* dst = static_cast<W*>(outs[p[i]]->raw_data());
+                             std::copy_n(src + i * row, row,
+                                         dst + pos[i] * row);
+                           }
+                         });
     });
     OP_REQUIRES(ctx, ok, UnsupportedDtype(data.dtype()));
   }
@@ -481,8 +456,9 @@ class ParallelDynamicStitchKernel : public OpKernel {
     }
     const bool ok = DispatchMoved(data0.dtype(), [&]<typename W>() {
       W* dst = static_cast<W*>(out->raw_data());
-      RunParallel(
-          ctx, rows, row * MoveCostNs<W>() + 5, [&](int64_t r0, int64_t r1) {
+      cpu::ParallelRange(
+          ctx->intra_op_threadpool(), rows, row * MoveCostNs<W>() + 5,
+          [&](int64_t r0, int64_t r1) {
             for (int64_t r = r0; r < r1; ++r) {
               W* o = dst + r * row;
               const int64_t q = source[r];
@@ -584,17 +560,20 @@ void ScatterRows(OpKernelContext* ctx, Tensor* params,
   W* p = static_cast<W*>(params->raw_data());
   const W* u = static_cast<const W*>(updates.raw_data());
   const bool scalar = updates.dims() == 0;
-  RunParallel(ctx, row, n * MoveCostNs<W>() + 1, [&](int64_t cb, int64_t ce) {
-    for (int64_t i = 0; i < n; ++i) {
-      W* dst = p + idx[i] * row;
-      if (scalar) {
-        for (int64_t c = cb; c < ce; ++c) ScatterApply<kOp>(dst[c], u[0]);
-      } else {
-        const W* src = u + i * row;
-        for (int64_t c = cb; c < ce; ++c) ScatterApply<kOp>(dst[c], src[c]);
-      }
-    }
-  });
+  cpu::ParallelRange(ctx->intra_op_threadpool(), row, n * MoveCostNs<W>() + 1,
+                     [&](int64_t cb, int64_t ce) {
+                       for (int64_t i = 0; i < n; ++i) {
+                         W* dst = p + idx[i] * row;
+                         if (scalar) {
+                           for (int64_t c = cb; c < ce; ++c)
+                             ScatterApply<kOp>(dst[c], u[0]);
+                         } else {
+                           const W* src = u + i * row;
+                           for (int64_t c = cb; c < ce; ++c)
+                             ScatterApply<kOp>(dst[c], src[c]);
+                         }
+                       }
+                     });
 }
 
 // Validates and applies one scatter to `params` (already locked).
@@ -865,16 +844,18 @@ class UnsortedSegmentReductionKernel : public OpKernel {
     if (rows == 0 || inner == 0) return;
     const T* x = data.data<T>();
     // Shards own column ranges, so no two threads combine into one element.
-    RunParallel(ctx, inner, rows, [&](int64_t cb, int64_t ce) {
-      for (int64_t j = 0; j < rows; ++j) {
-        if (ids[j] < 0) continue;  // Negative ids are dropped.
-        const T* src = x + j * inner;
-        T* dst = o + ids[j] * inner;
-        for (int64_t c = cb; c < ce; ++c) {
-          dst[c] = SegmentCombine<kOp, T>(dst[c], src[c]);
-        }
-      }
-    });
+    cpu::ParallelRange(ctx->intra_op_threadpool(), inner, rows,
+                       [&](int64_t cb, int64_t ce) {
+                         for (int64_t j = 0; j < rows; ++j) {
+                           if (ids[j] < 0)
+                             continue;  // Negative ids are dropped.
+                           const T* src = x + j * inner;
+                           T* dst = o + ids[j] * inner;
+                           for (int64_t c = cb; c < ce; ++c) {
+                             dst[c] = SegmentCombine<kOp, T>(dst[c], src[c]);
+                           }
+                         }
+                       });
   }
 };
 
@@ -1076,20 +1057,23 @@ class SparseSegmentReductionKernel : public OpKernel {
     starts.push_back(n);
     const int64_t runs = static_cast<int64_t>(starts.size()) - 1;
     const T* x = data.data<T>();
-    RunParallel(ctx, runs, (n / runs + 1) * inner, [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) {
-        T* dst = o + ids[starts[r]] * inner;
-        for (int64_t i = starts[r]; i < starts[r + 1]; ++i) {
-          const T* src = x + idx[i] * inner;
-          for (int64_t c = 0; c < inner; ++c) dst[c] = WrapAdd(dst[c], src[c]);
-        }
-        if constexpr (kR != SparseReduce::kSum) {
-          const T scale =
-              static_cast<T>(SegmentScale<kR>(starts[r + 1] - starts[r]));
-          for (int64_t c = 0; c < inner; ++c) dst[c] *= scale;
-        }
-      }
-    });
+    cpu::ParallelRange(ctx->intra_op_threadpool(), runs, (n / runs + 1) * inner,
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t r = b; r < e; ++r) {
+                           T* dst = o + ids[starts[r]] * inner;
+                           for (int64_t i = starts[r]; i < starts[r + 1]; ++i) {
+                             const T* src = x + idx[i] * inner;
+                             for (int64_t c = 0; c < inner; ++c)
+                               dst[c] = WrapAdd(dst[c], src[c]);
+                           }
+                           if constexpr (kR != SparseReduce::kSum) {
+                             const T scale = static_cast<T>(
+                                 SegmentScale<kR>(starts[r + 1] - starts[r]));
+                             for (int64_t c = 0; c < inner; ++c)
+                               dst[c] *= scale;
+                           }
+                         }
+                       });
   }
 };
 
@@ -1144,14 +1128,16 @@ class SparseSegmentGradKernel : public OpKernel {
     }
     const T* g = grad.data<T>();
     // Shards own column ranges: indices may repeat.
-    RunParallel(ctx, inner, n, [&](int64_t cb, int64_t ce) {
-      for (int64_t i = 0; i < n; ++i) {
-        const T* src = g + ids[i] * inner;
-        T* dst = o + idx[i] * inner;
-        const T w = scale[ids[i]];
-        for (int64_t c = cb; c < ce; ++c) dst[c] += src[c] * w;
-      }
-    });
+    cpu::ParallelRange(ctx->intra_op_threadpool(), inner, n,
+                       [&](int64_t cb, int64_t ce) {
+                         for (int64_t i = 0; i < n; ++i) {
+                           const T* src = g + ids[i] * inner;
+                           T* dst = o + idx[i] * inner;
+                           const T w = scale[ids[i]];
+                           for (int64_t c = cb; c < ce; ++c)
+                             dst[c] += src[c] * w;
+                         }
+                       });
   }
 };
 

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runnel/cpu/cwise.h"
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/grad_helpers.h"
@@ -402,15 +404,7 @@ output has shape [num_segments] + data.shape[segment_ids.rank:]. Segment
 ids need not be sorted; a segment nobody maps to is 0; negative ids are
 dropped; an id >= num_segments is an error.)doc");
 
-template <typename T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
+using cpu::WrapAdd;
 
 template <typename T, typename Index>
 class UnsortedSegmentSumKernel : public OpKernel {

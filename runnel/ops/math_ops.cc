@@ -2,12 +2,11 @@
 // functions, comparisons, logical ops, Select/SelectV2, Cast, AddN and
 // BroadcastGradientArgs. Names, attrs and semantics follow TensorFlow.
 //
-// Note [Integer semantics]: integer arithmetic wraps (two's complement), as
-// it does in TensorFlow on every real machine; we compute in the unsigned
-// type so that the C++ is defined. Div truncates toward zero, FloorDiv
-// rounds toward -inf and FloorMod takes the sign of the divisor. A zero
-// divisor is an InvalidArgument error, checked before computing; INT_MIN/-1
-// wraps to INT_MIN (and INT_MIN mod -1 is 0) instead of trapping.
+// Integers (Note [Integer semantics] in runnel/cpu/integer.h): arithmetic
+// wraps (two's complement), as in TensorFlow. Div truncates toward zero,
+// FloorDiv rounds toward -inf and FloorMod takes the sign of the divisor. A
+// zero divisor is an InvalidArgument error, checked before computing;
+// INT_MIN/-1 wraps to INT_MIN (and INT_MIN mod -1 is 0) instead of trapping.
 //
 // Note [Functor]: each element-wise op is a small struct. Binary ones have
 //   static constexpr int64_t kCost;  // rough ns per element, for ParallelFor
@@ -27,58 +26,23 @@
 #include "absl/strings/str_join.h"
 #include "runnel/cpu/bcast.h"
 #include "runnel/cpu/cwise.h"
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op_kernel.h"
 
 namespace runnel {
 namespace {
 
 // ---------------------------------------------------------------------------
-// Wrapping integer arithmetic (Note [Integer semantics]).
+// Wrapping integer arithmetic (Note [Integer semantics], runnel/cpu/integer.h).
 
 template <typename T>
-constexpr bool kIsInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
-
-// The unsigned type integer arithmetic on T is done in (never narrower than
-// unsigned int, so no promotion back to a signed int can overflow).
-template <typename T>
-using WrapType = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned,
-                                    std::make_unsigned_t<T>>;
-
-template <typename T>
-inline T WrapAdd(const T& a, const T& b) {
-  if constexpr (kIsInt<T>) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) +
-                          static_cast<WrapType<T>>(b));
-  } else {
-    return a + b;
-  }
-}
-template <typename T>
-inline T WrapSub(T a, T b) {
-  if constexpr (kIsInt<T>) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) -
-                          static_cast<WrapType<T>>(b));
-  } else {
-    return a - b;
-  }
-}
-template <typename T>
-inline T WrapMul(T a, T b) {
-  if constexpr (kIsInt<T>) {
-    return static_cast<T>(static_cast<WrapType<T>>(a) *
-                          static_cast<WrapType<T>>(b));
-  } else {
-    return a * b;
-  }
-}
-template <typename T>
-inline T WrapNeg(T a) {
-  if constexpr (kIsInt<T>) {
-    return static_cast<T>(WrapType<T>(0) - static_cast<WrapType<T>>(a));
-  } else {
-    return -a;
-  }
-}
+constexpr bool kIsInt = cpu::kIsWrappingInt<T>;
+using cpu::WrapAdd;
+using cpu::WrapMul;
+using cpu::WrapNeg;
+using cpu::WrapSub;
+using cpu::WrapType;
 
 // Integer quotient and remainder that never trap: b != 0 is checked by the
 // kernel; b == -1 (INT_MIN / -1 overflows) is handled here.

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "runnel/cpu/cwise.h"
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/grad_helpers.h"
@@ -305,14 +307,14 @@ class BiasAddGradKernel : public OpKernel {
                            const T* row = in + r * channels * inner;
                            if (inner == 1) {  // NHWC: channels are contiguous.
                              for (int64_t c = cb; c < ce; ++c)
-                               o[c] = Wrap(o[c], row[c]);
+                               o[c] = cpu::WrapAdd(o[c], row[c]);
                              continue;
                            }
                            for (int64_t c = cb; c < ce; ++c) {
                              T acc = o[c];
                              const T* p = row + c * inner;
                              for (int64_t k = 0; k < inner; ++k)
-                               acc = Wrap(acc, p[k]);
+                               acc = cpu::WrapAdd(acc, p[k]);
                              o[c] = acc;
                            }
                          }
@@ -320,14 +322,6 @@ class BiasAddGradKernel : public OpKernel {
   }
 
  private:
-  static T Wrap(T a, T b) {
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-    } else {
-      return a + b;
-    }
-  }
   std::string format_;
 };
 REGISTER_KERNEL_BUILDER(

@@ -7,6 +7,8 @@
 #include <string>
 #include <type_traits>
 
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 
@@ -18,16 +20,7 @@ using EigenVec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <typename T>
 using ConstEigenVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-// Runs fn(begin, end) over [0, n), on the pool when the work is worth it.
-template <typename Fn>
-void ParallelRange(ThreadPool* pool, int64_t n, int64_t cost_ns, const Fn& fn) {
-  if (n <= 0) return;
-  if (pool == nullptr || pool->NumThreads() <= 1 || n * cost_ns < 60000) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  pool->ParallelFor(n, cost_ns, fn);
-}
+using cpu::ParallelRange;
 
 // An element-wise activation: y = F(x) block by block, reusing x's buffer
 // when this kernel holds its only reference. `Block(x, y, n)` computes n
@@ -295,16 +288,6 @@ dimension of value: the last one for NHWC (value of rank >= 2), dimension 1
 for NCHW (value of rank >= 3).)doc");
 
 template <typename T>
-T AddWrapping(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-
-template <typename T>
 class BiasAddKernel : public OpKernel {
  public:
   explicit BiasAddKernel(OpKernelConstruction* c) : OpKernel(c) {
@@ -351,7 +334,7 @@ class BiasAddKernel : public OpKernel {
                         T* ys = y + l;
                         const T* bs = b + c0;
                         for (int64_t j = 0; j < len; ++j)
-                          ys[j] = AddWrapping(xs[j], bs[j]);
+                          ys[j] = cpu::WrapAdd(xs[j], bs[j]);
                         l += len;
                       }
                     } else {
@@ -360,7 +343,7 @@ class BiasAddKernel : public OpKernel {
                         const T* xs = x + l * inner;
                         T* ys = y + l * inner;
                         for (int64_t j = 0; j < inner; ++j)
-                          ys[j] = AddWrapping(xs[j], bv);
+                          ys[j] = cpu::WrapAdd(xs[j], bv);
                       }
                     }
                   });

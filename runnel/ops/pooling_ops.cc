@@ -15,34 +15,17 @@
 
 #include "absl/strings/str_join.h"
 #include "runnel/cpu/conv.h"
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/ops/window_attrs.h"
 
 namespace runnel {
 namespace {
 
-constexpr int64_t kMaxWindowAttr = std::numeric_limits<int32_t>::max();
-
-// Runs fn(begin, end) over [0, n), on the pool when the work is worth it.
-template <typename Fn>
-void ParallelRange(ThreadPool* pool, int64_t n, int64_t cost_ns, const Fn& fn) {
-  if (n <= 0) return;
-  if (pool == nullptr || pool->NumThreads() <= 1 || n * cost_ns < 60000) {
-    fn(int64_t{0}, n);
-    return;
-  }
-  pool->ParallelFor(n, cost_ns, fn);
-}
-
-template <typename T>
-inline T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
+using cpu::ParallelRange;
+using cpu::WrapAdd;
 
 // ---------------------------------------------------------------------------
 // Attrs and geometry
@@ -51,107 +34,19 @@ using cpu::ActivationShape;
 using cpu::Dims4;
 using cpu::DimsOf;
 
-struct PoolAttrs {
-  bool channels_first = false;
-  cpu::Padding padding = cpu::Padding::kValid;
-  int64_t window_rows = 1, window_cols = 1;
-  int64_t stride_rows = 1, stride_cols = 1;
-  // EXPLICIT padding only.
-  int64_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
-};
-
-Status CheckWindowList(const std::vector<int64_t>& v, const char* what,
-                       const Dims4& d) {
-  if (v.size() != 4) {
-    return errors::InvalidArgument("Sliding window ", what,
-                                   " field must specify 4 dimensions, got ",
-                                   v.size(), " values");
-  }
-  if (v[d.n] != 1 || v[d.c] != 1) {
-    return errors::InvalidArgument(
-        "Current implementation does not yet support ", what,
-        " in the batch and depth dimensions (pooling is over rows and "
-        "columns only): [",
-        absl::StrJoin(v, ","), "]");
-  }
-  if (v[d.h] <= 0 || v[d.w] <= 0 || v[d.h] > kMaxWindowAttr ||
-      v[d.w] > kMaxWindowAttr) {
-    return errors::InvalidArgument("Row and column ", what,
-                                   " must be in [1, 2^31): [",
-                                   absl::StrJoin(v, ","), "]");
-  }
-  return absl::OkStatus();
-}
-
-// Each explicit padding must be below the window size, so every window
-// holds at least one element of the image.
-Status CheckExplicitPaddings(const std::vector<int64_t>& p, const Dims4& d,
-                             PoolAttrs* a) {
-  if (p.size() != 8) {
-    return errors::InvalidArgument(
-        "explicit_paddings attribute must contain 8 values, but got: ",
-        p.size());
-  }
-  for (int64_t v : p) {
-    if (v < 0) {
-      return errors::InvalidArgument(
-          "All elements of explicit_paddings must be nonnegative, got [",
-          absl::StrJoin(p, ","), "]");
-    }
-  }
-  if (p[2 * d.n] != 0 || p[2 * d.n + 1] != 0 || p[2 * d.c] != 0 ||
-      p[2 * d.c + 1] != 0) {
-    return errors::InvalidArgument(
-        "Nonzero explicit padding in the batch or depth dimensions is not "
-        "supported: [",
-        absl::StrJoin(p, ","), "]");
-  }
-  a->pad_top = p[2 * d.h];
-  a->pad_bottom = p[2 * d.h + 1];
-  a->pad_left = p[2 * d.w];
-  a->pad_right = p[2 * d.w + 1];
-  if (a->pad_top >= a->window_rows || a->pad_bottom >= a->window_rows ||
-      a->pad_left >= a->window_cols || a->pad_right >= a->window_cols) {
+// Pooling's window attrs (runnel/ops/window_attrs.h), plus: each explicit
+// padding must be below the window size, so every window holds at least one
+// element of the image.
+Status ParsePoolAttrs(const AttrMap& attrs, WindowAttrs* a) {
+  RETURN_IF_ERROR(ParseWindowAttrs(attrs, WindowFamily::kPooling, a));
+  if (a->padding == cpu::Padding::kExplicit &&
+      (a->pad_top >= a->window_rows || a->pad_bottom >= a->window_rows ||
+       a->pad_left >= a->window_cols || a->pad_right >= a->window_cols)) {
     return errors::InvalidArgument(
         "Explicit paddings must be smaller than the window: paddings [",
-        absl::StrJoin(p, ","), "] with a ", a->window_rows, "x", a->window_cols,
-        " window");
-  }
-  return absl::OkStatus();
-}
-
-Status ParsePoolAttrs(const AttrMap& attrs, PoolAttrs* a) {
-  std::string format, padding;
-  std::vector<int64_t> ksize, strides, explicit_paddings;
-  RETURN_IF_ERROR(GetAttr(attrs, "data_format", &format));
-  RETURN_IF_ERROR(GetAttr(attrs, "padding", &padding));
-  RETURN_IF_ERROR(GetAttr(attrs, "ksize", &ksize));
-  RETURN_IF_ERROR(GetAttr(attrs, "strides", &strides));
-  if (attrs.find("explicit_paddings") != attrs.end()) {
-    RETURN_IF_ERROR(GetAttr(attrs, "explicit_paddings", &explicit_paddings));
-  }
-  if (format != "NHWC" && format != "NCHW") {
-    return errors::InvalidArgument("data_format ", format,
-                                   " is not supported on CPU; use NHWC or "
-                                   "NCHW");
-  }
-  a->channels_first = format == "NCHW";
-  const Dims4 d = DimsOf(a->channels_first);
-  RETURN_IF_ERROR(CheckWindowList(ksize, "ksize", d));
-  RETURN_IF_ERROR(CheckWindowList(strides, "strides", d));
-  a->window_rows = ksize[d.h];
-  a->window_cols = ksize[d.w];
-  a->stride_rows = strides[d.h];
-  a->stride_cols = strides[d.w];
-  RETURN_IF_ERROR(cpu::ParsePadding(padding, &a->padding));
-  if (a->padding == cpu::Padding::kExplicit) {
-    return CheckExplicitPaddings(explicit_paddings, d, a);
-  }
-  if (!explicit_paddings.empty()) {
-    return errors::InvalidArgument(
-        "explicit_paddings attribute must be empty if the padding attribute "
-        "is not EXPLICIT, got [",
-        absl::StrJoin(explicit_paddings, ","), "]");
+        a->pad_top, ",", a->pad_bottom, ",", a->pad_left, ",", a->pad_right,
+        "] (top, bottom, left, right) with a ", a->window_rows, "x",
+        a->window_cols, " window");
   }
   return absl::OkStatus();
 }
@@ -180,7 +75,7 @@ struct PoolGeometry {
   }
 
   // The in-image part [row_begin, row_end) x [col_begin, col_end) of the
-  // window of output (oy, ox); never empty (see CheckExplicitPaddings).
+  // window of output (oy, ox); never empty (see ParsePoolAttrs).
   struct Window {
     int64_t row_begin, row_end, col_begin, col_end;
     int64_t count() const {
@@ -195,7 +90,7 @@ struct PoolGeometry {
   }
 };
 
-Status PoolGeometryFor(const PoolAttrs& a, const TensorShape& input,
+Status PoolGeometryFor(const WindowAttrs& a, const TensorShape& input,
                        PoolGeometry* g) {
   if (input.dims() != 4) {
     return errors::InvalidArgument("input must be 4-dimensional: ",
@@ -247,7 +142,7 @@ Status CheckShapeIs(const TensorShape& actual, const TensorShape& expected,
 // MaxPool's output shape for `input` (rank 4, possibly partial).
 Status PooledShape(InferenceContext* c, const PartialTensorShape& input,
                    PartialTensorShape* output) {
-  PoolAttrs a;
+  WindowAttrs a;
   RETURN_IF_ERROR(
       errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
   const Dims4 d = DimsOf(a.channels_first);
@@ -285,7 +180,7 @@ Status MaxPoolGradShape(InferenceContext* c) {
   RETURN_IF_ERROR(c->WithRank(0, 4, &input));
   RETURN_IF_ERROR(c->WithRank(1, 4, &unused));
   RETURN_IF_ERROR(c->WithRank(2, 4, &unused));
-  PoolAttrs a;
+  WindowAttrs a;
   RETURN_IF_ERROR(
       errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
   c->set_output(0, input);
@@ -310,7 +205,7 @@ Status MaxPoolGradGradShape(InferenceContext* c) {
 Status AvgPoolGradShape(InferenceContext* c) {
   PartialTensorShape shape, unused;
   RETURN_IF_ERROR(c->WithRank(1, 4, &unused));
-  PoolAttrs a;
+  WindowAttrs a;
   RETURN_IF_ERROR(
       errors::Prefix(ParsePoolAttrs(c->attrs(), &a), c->ErrorPrefix()));
   RETURN_IF_ERROR(c->MakeShapeFromShapeTensor(0, &shape));
@@ -426,7 +321,7 @@ class PoolKernel : public OpKernel {
   }
 
  private:
-  PoolAttrs attrs_;
+  WindowAttrs attrs_;
 };
 
 // ---------------------------------------------------------------------------
@@ -703,7 +598,7 @@ class MaxPoolGradKernel : public OpKernel {
   }
 
  private:
-  PoolAttrs attrs_;
+  WindowAttrs attrs_;
 };
 
 template <typename T>
@@ -737,7 +632,7 @@ class MaxPoolGradGradKernel : public OpKernel {
   }
 
  private:
-  PoolAttrs attrs_;
+  WindowAttrs attrs_;
 };
 
 template <typename T>
@@ -785,7 +680,7 @@ class AvgPoolGradKernel : public OpKernel {
   }
 
  private:
-  PoolAttrs attrs_;
+  WindowAttrs attrs_;
 };
 
 constexpr char kPoolDoc[] = R"doc(

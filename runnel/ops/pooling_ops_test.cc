@@ -654,7 +654,7 @@ TEST(PoolTest, RejectsBadAttrsAndShapes) {
       "batch or depth");
   ExpectInvalid(
       RunMaxPoolWith(k2, ones, "EXPLICIT", {0, 0, -1, 0, 0, 0, 0, 0}, in),
-      "nonnegative");
+      "non-negative");
   ExpectInvalid(RunMaxPoolWith(k2, ones, "VALID", {0, 0, 1, 0, 0, 0, 0, 0}, in),
                 "must be empty");
   ExpectInvalid(RunMaxPoolWith(k2, ones, "VALID", {}, TensorShape({4, 4, 2})),

@@ -18,9 +18,10 @@
 #include <cstdint>
 #include <functional>
 
-#include "absl/synchronization/mutex.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/cpu/philox.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/ops/guarded_philox.h"
 
 namespace runnel {
 namespace {
@@ -33,46 +34,6 @@ constexpr uint64_t kReservedBlocksPerOutput = 256;
 
 // ---------------------------------------------------------------------------
 // Shared pieces
-
-// The generator state of one kernel instance (Note [Random streams]).
-class GuardedPhilox {
- public:
-  Status Init(OpKernelConstruction* c) {
-    int64_t seed = 0, seed2 = 0;
-    RETURN_IF_ERROR(c->GetAttr("seed", &seed));
-    RETURN_IF_ERROR(c->GetAttr("seed2", &seed2));
-    uint64_t s = static_cast<uint64_t>(seed), s2 = static_cast<uint64_t>(seed2);
-    if (s == 0 && s2 == 0) {
-      s = random::New64();
-      s2 = random::New64();
-    }
-    absl::MutexLock lock(&mu_);
-    gen_ = Philox4x32(s, s2);
-    return absl::OkStatus();
-  }
-
-  // A generator positioned at the start of `blocks` fresh counter blocks.
-  Philox4x32 Reserve(uint64_t blocks) {
-    absl::MutexLock lock(&mu_);
-    Philox4x32 local = gen_;
-    gen_.Skip(blocks);
-    return local;
-  }
-
- private:
-  absl::Mutex mu_;
-  Philox4x32 gen_ ABSL_GUARDED_BY(mu_);
-};
-
-void RunParallel(OpKernelContext* ctx, int64_t total, int64_t cost_per_unit,
-                 const std::function<void(int64_t, int64_t)>& fn) {
-  ThreadPool* pool = ctx->intra_op_threadpool();
-  if (pool == nullptr) {
-    fn(0, total);
-  } else {
-    pool->ParallelFor(total, cost_per_unit, fn);
-  }
-}
 
 // Reads the `shape` input (a vector of int32/int64) as an output shape.
 Status ShapeFromTensor(const Tensor& t, TensorShape* shape) {
@@ -112,20 +73,23 @@ void FillFixedCost(OpKernelContext* ctx, const Philox4x32& base,
                    const Dist& dist) {
   constexpr int kGroup = Dist::kGroupSize;
   const int64_t groups = (size + kGroup - 1) / kGroup;
-  RunParallel(ctx, groups, kGroup * Dist::kCostNs, [&](int64_t g0, int64_t g1) {
-    Philox4x32 gen = base;
-    gen.Skip(static_cast<uint64_t>(g0));
-    for (int64_t g = g0; g < g1; ++g) {
-      const auto values = dist(gen());
-      const int64_t offset = g * kGroup;
-      if (offset + kGroup <= size) {
-        for (int i = 0; i < kGroup; ++i) data[offset + i] = values[i];
-      } else {
-        std::copy(values.begin(), values.begin() + (size - offset),
-                  data + offset);
-      }
-    }
-  });
+  cpu::ParallelRange(ctx->intra_op_threadpool(), groups, kGroup * Dist::kCostNs,
+                     [&](int64_t g0, int64_t g1) {
+                       Philox4x32 gen = base;
+                       gen.Skip(static_cast<uint64_t>(g0));
+                       for (int64_t g = g0; g < g1; ++g) {
+                         const auto values = dist(gen());
+                         const int64_t offset = g * kGroup;
+                         if (offset + kGroup <= size) {
+                           for (int i = 0; i < kGroup; ++i)
+                             data[offset + i] = values[i];
+                         } else {
+                           std::copy(values.begin(),
+                                     values.begin() + (size - offset),
+                                     data + offset);
+                         }
+                       }
+                     });
 }
 
 // Fills data[0, size) from a rejection sampler that consumes a variable
@@ -139,17 +103,19 @@ void FillVariableCost(OpKernelContext* ctx, const Philox4x32& base,
   constexpr uint64_t kSkipPerGroup =
       kGroup * kReservedBlocksPerOutput / Philox4x32::kResultElementCount;
   const int64_t groups = (size + kGroup - 1) / kGroup;
-  RunParallel(ctx, groups, kGroup * Dist::kCostNs, [&](int64_t g0, int64_t g1) {
-    for (int64_t g = g0; g < g1; ++g) {
-      Philox4x32 gen = base;
-      gen.Skip(static_cast<uint64_t>(g) * kSkipPerGroup);
-      random::SingleSampleAdapter words(&gen);
-      const auto values = dist(words);
-      const int64_t offset = g * kGroup;
-      const int64_t n = std::min<int64_t>(kGroup, size - offset);
-      std::copy(values.begin(), values.begin() + n, data + offset);
-    }
-  });
+  cpu::ParallelRange(
+      ctx->intra_op_threadpool(), groups, kGroup * Dist::kCostNs,
+      [&](int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) {
+          Philox4x32 gen = base;
+          gen.Skip(static_cast<uint64_t>(g) * kSkipPerGroup);
+          random::SingleSampleAdapter words(&gen);
+          const auto values = dist(words);
+          const int64_t offset = g * kGroup;
+          const int64_t n = std::min<int64_t>(kGroup, size - offset);
+          std::copy(values.begin(), values.begin() + n, data + offset);
+        }
+      });
 }
 
 // ---------------------------------------------------------------------------

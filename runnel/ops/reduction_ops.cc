@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "runnel/cpu/integer.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 
@@ -93,25 +95,8 @@ Status ReductionShape(InferenceContext* c) {
 // ---------------------------------------------------------------------------
 // Reducers: an identity, a combine step and the value of an empty reduction.
 
-template <typename T>
-T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  } else {
-    return a + b;
-  }
-}
-
-template <typename T>
-T WrapMul(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
-  }
-}
+using cpu::WrapAdd;
+using cpu::WrapMul;
 
 template <typename T>
 struct SumReducer {
@@ -691,12 +676,7 @@ class ArgOpKernel : public OpKernel {
       }
     };
     const int64_t tiles = outer * col_blocks;
-    ThreadPool* pool = ctx->intra_op_threadpool();
-    if (pool == nullptr) {
-      run(0, tiles);
-    } else {
-      pool->ParallelFor(tiles, r * chunk + 1, run);
-    }
+    cpu::ParallelRange(ctx->intra_op_threadpool(), tiles, r * chunk + 1, run);
   }
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "absl/strings/str_join.h"
+#include "runnel/cpu/integer.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/resource_var.h"
 
@@ -240,8 +241,9 @@ class AssignUpdateVariableOpKernel : public OpKernel {
     ctx->intra_op_threadpool()->ParallelFor(
         value.NumElements(), 1, [dst, src](int64_t begin, int64_t end) {
           for (int64_t i = begin; i < end; ++i) {
-            dst[i] = kAdd ? static_cast<T>(dst[i] + src[i])
-                          : static_cast<T>(dst[i] - src[i]);
+            // Integers wrap (Note [Integer semantics]).
+            dst[i] = kAdd ? cpu::WrapAdd(dst[i], src[i])
+                          : cpu::WrapSub(dst[i], src[i]);
           }
         });
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <limits>
 #include <thread>
 
 #include "runnel/framework/resource_var.h"
@@ -192,6 +193,33 @@ TEST(ResourceVariableTest, AssignAddAndSubForEveryDtype) {
     }
     ExpectTensorEqual<int64_t>(*Read(h, DT_INT64), Tensor::Scalar<int64_t>(5));
   }
+}
+
+// Integers wrap (two's complement) as in TensorFlow instead of overflowing.
+TEST(ResourceVariableTest, AssignAddAndSubWrapIntegers) {
+  constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  Tensor h = Handle("rv_wrap_i32", DT_INT32);
+  ASSERT_OK(Assign(h, Tensor::FromVector<int32_t>({kMax, kMin})));
+  ASSERT_OK(
+      Update("AssignAddVariableOp", h, Tensor::FromVector<int32_t>({1, 0})));
+  ExpectTensorEqual<int32_t>(*Read(h, DT_INT32),
+                             Tensor::FromVector<int32_t>({kMin, kMin}));
+  ASSERT_OK(
+      Update("AssignSubVariableOp", h, Tensor::FromVector<int32_t>({1, 1})));
+  ExpectTensorEqual<int32_t>(*Read(h, DT_INT32),
+                             Tensor::FromVector<int32_t>({kMax, kMax}));
+
+  constexpr int64_t kMax64 = std::numeric_limits<int64_t>::max();
+  Tensor h64 = Handle("rv_wrap_i64", DT_INT64);
+  ASSERT_OK(Assign(h64, Tensor::Scalar<int64_t>(kMax64)));
+  ASSERT_OK(Update("AssignAddVariableOp", h64, Tensor::Scalar<int64_t>(1)));
+  ExpectTensorEqual<int64_t>(
+      *Read(h64, DT_INT64),
+      Tensor::Scalar<int64_t>(std::numeric_limits<int64_t>::min()));
+  ASSERT_OK(Update("AssignSubVariableOp", h64, Tensor::Scalar<int64_t>(1)));
+  ExpectTensorEqual<int64_t>(*Read(h64, DT_INT64),
+                             Tensor::Scalar<int64_t>(kMax64));
 }
 
 TEST(ResourceVariableTest, AssignAddChecksShapeAndDtype) {

@@ -27,6 +27,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op_kernel.h"
 
 namespace runnel {
@@ -89,17 +90,6 @@ W* OutData(Tensor* t) {
 template <typename W>
 constexpr int64_t MoveCostNs() {
   return std::is_same_v<W, tstring> ? 40 : (sizeof(W) <= 8 ? 1 : 2);
-}
-
-void RunParallel(OpKernelContext* ctx, int64_t total, int64_t cost_per_unit,
-                 const std::function<void(int64_t, int64_t)>& fn) {
-  if (total <= 0) return;
-  ThreadPool* pool = ctx->intra_op_threadpool();
-  if (pool == nullptr) {
-    fn(0, total);
-  } else {
-    pool->ParallelFor(total, cost_per_unit, fn);
-  }
 }
 
 // Reads an int32/int64 tensor as int64 values.
@@ -202,24 +192,25 @@ void RunRowCopy(OpKernelContext* ctx, const W* in, const CopyPlan& p, W* out) {
   const int64_t n = p.dims[r - 1], s = p.strides[r - 1];
   int64_t rows = 1;
   for (int d = 0; d + 1 < r; ++d) rows *= p.dims[d];
-  RunParallel(ctx, rows, n * MoveCostNs<W>() + 5, [&](int64_t b, int64_t e) {
-    DimVector idx(r - 1);
-    int64_t off = p.offset, rem = b;
-    for (int d = r - 2; d >= 0; --d) {
-      idx[d] = rem % p.dims[d];
-      rem /= p.dims[d];
-      off += idx[d] * p.strides[d];
-    }
-    for (int64_t row = b; row < e; ++row) {
-      CopyRow(in + off, s, n, out + row * n);
-      for (int d = r - 2; d >= 0; --d) {
-        off += p.strides[d];
-        if (++idx[d] < p.dims[d]) break;
-        off -= p.strides[d] * p.dims[d];
-        idx[d] = 0;
-      }
-    }
-  });
+  cpu::ParallelRange(ctx->intra_op_threadpool(), rows, n * MoveCostNs<W>() + 5,
+                     [&](int64_t b, int64_t e) {
+                       DimVector idx(r - 1);
+                       int64_t off = p.offset, rem = b;
+                       for (int d = r - 2; d >= 0; --d) {
+                         idx[d] = rem % p.dims[d];
+                         rem /= p.dims[d];
+                         off += idx[d] * p.strides[d];
+                       }
+                       for (int64_t row = b; row < e; ++row) {
+                         CopyRow(in + off, s, n, out + row * n);
+                         for (int d = r - 2; d >= 0; --d) {
+                           off += p.strides[d];
+                           if (++idx[d] < p.dims[d]) break;
+                           off -= p.strides[d] * p.dims[d];
+                           idx[d] = 0;
+                         }
+                       }
+                     });
 }
 
 // Transpose-like plans: the innermost output dim is strided in the input but
@@ -248,32 +239,31 @@ void RunTiledCopy(OpKernelContext* ctx, const W* in, const CopyPlan& p, int j,
   const int64_t a_size = p.dims[j], a_ostride = out_strides[j];
   const int64_t b_size = p.dims[r - 1], b_istride = p.strides[r - 1];
   const int64_t a_tiles = (a_size + kTile - 1) / kTile;
-  RunParallel(ctx, outer_count * a_tiles, kTile * b_size * MoveCostNs<W>() * 2,
-              [&](int64_t ub, int64_t ue) {
-                for (int64_t u = ub; u < ue; ++u) {
-                  int64_t rem = u / a_tiles;
-                  int64_t in_off = p.offset, out_off = 0;
-                  for (int k = static_cast<int>(outer.size()) - 1; k >= 0;
-                       --k) {
-                    const int d = outer[k];
-                    const int64_t i = rem % p.dims[d];
-                    rem /= p.dims[d];
-                    in_off += i * p.strides[d];
-                    out_off += i * out_strides[d];
-                  }
-                  const int64_t a0 = (u % a_tiles) * kTile;
-                  const int64_t a1 = std::min(a_size, a0 + kTile);
-                  for (int64_t b0 = 0; b0 < b_size; b0 += kTile) {
-                    const int64_t b1 = std::min(b_size, b0 + kTile);
-                    for (int64_t a = a0; a < a1; ++a) {
-                      const W* src = in + in_off + a;
-                      W* dst = out + out_off + a * a_ostride;
-                      for (int64_t b = b0; b < b1; ++b)
-                        dst[b] = src[b * b_istride];
-                    }
-                  }
-                }
-              });
+  cpu::ParallelRange(
+      ctx->intra_op_threadpool(), outer_count * a_tiles,
+      kTile * b_size * MoveCostNs<W>() * 2, [&](int64_t ub, int64_t ue) {
+        for (int64_t u = ub; u < ue; ++u) {
+          int64_t rem = u / a_tiles;
+          int64_t in_off = p.offset, out_off = 0;
+          for (int k = static_cast<int>(outer.size()) - 1; k >= 0; --k) {
+            const int d = outer[k];
+            const int64_t i = rem % p.dims[d];
+            rem /= p.dims[d];
+            in_off += i * p.strides[d];
+            out_off += i * out_strides[d];
+          }
+          const int64_t a0 = (u % a_tiles) * kTile;
+          const int64_t a1 = std::min(a_size, a0 + kTile);
+          for (int64_t b0 = 0; b0 < b_size; b0 += kTile) {
+            const int64_t b1 = std::min(b_size, b0 + kTile);
+            for (int64_t a = a0; a < a1; ++a) {
+              const W* src = in + in_off + a;
+              W* dst = out + out_off + a * a_ostride;
+              for (int64_t b = b0; b < b1; ++b) dst[b] = src[b * b_istride];
+            }
+          }
+        }
+      });
 }
 
 // Fills `out` (plan.dims elements, at least one) from `in` per the plan.
@@ -1153,15 +1143,16 @@ class GatherV2Kernel : public OpKernel {
     W* dst = OutData<W>(out);
     // Output row r = ((b * outer) + o) * n + k copies params row
     // ((b * outer) + o) * limit + idx[b * n + k].
-    RunParallel(ctx, batch * outer * n, inner * MoveCostNs<W>() + 5,
-                [&](int64_t r0, int64_t r1) {
-                  for (int64_t r = r0; r < r1; ++r) {
-                    const int64_t k = r % n, bo = r / n;
-                    const int64_t b = bo / outer;
-                    const int64_t row = bo * limit + idx[b * n + k];
-                    std::copy_n(src + row * inner, inner, dst + r * inner);
-                  }
-                });
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), batch * outer * n,
+        inner * MoveCostNs<W>() + 5, [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t k = r % n, bo = r / n;
+            const int64_t b = bo / outer;
+            const int64_t row = bo * limit + idx[b * n + k];
+            std::copy_n(src + row * inner, inner, dst + r * inner);
+          }
+        });
   }
 
   int64_t batch_dims_ = 0;
@@ -1298,18 +1289,18 @@ class OneHotKernel : public OpKernel {
     const W on = *InData<W>(on_t), off = *InData<W>(off_t);
     W* dst = OutData<W>(out);
     const int64_t block = depth * suffix;
-    RunParallel(ctx, prefix, block * MoveCostNs<W>() + suffix,
-                [&](int64_t p0, int64_t p1) {
-                  for (int64_t p = p0; p < p1; ++p) {
-                    W* o = dst + p * block;
-                    std::fill_n(o, block, off);
-                    for (int64_t s = 0; s < suffix; ++s) {
-                      const int64_t v =
-                          static_cast<int64_t>(idx[p * suffix + s]);
-                      if (v >= 0 && v < depth) o[v * suffix + s] = on;
-                    }
-                  }
-                });
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), prefix, block * MoveCostNs<W>() + suffix,
+        [&](int64_t p0, int64_t p1) {
+          for (int64_t p = p0; p < p1; ++p) {
+            W* o = dst + p * block;
+            std::fill_n(o, block, off);
+            for (int64_t s = 0; s < suffix; ++s) {
+              const int64_t v = static_cast<int64_t>(idx[p * suffix + s]);
+              if (v >= 0 && v < depth) o[v * suffix + s] = on;
+            }
+          }
+        });
   }
 
   int64_t axis_ = -1;
@@ -1454,22 +1445,23 @@ class DynamicStitchKernel : public OpKernel {
       for (size_t j = 0; j < idx.size(); ++j) source[idx[j]] = starts[m] + j;
     }
     W* dst = OutData<W>(out);
-    RunParallel(ctx, max_index + 1, row * MoveCostNs<W>() + 5,
-                [&](int64_t r0, int64_t r1) {
-                  for (int64_t r = r0; r < r1; ++r) {
-                    W* o = dst + r * row;
-                    const int64_t p = source[r];
-                    if (p < 0) {
-                      std::fill_n(o, row, W{});
-                      continue;
-                    }
-                    const int m = static_cast<int>(
-                        std::upper_bound(starts.begin(), starts.end(), p) -
-                        starts.begin() - 1);
-                    const W* in = InData<W>(ctx->input(n + m));
-                    std::copy_n(in + (p - starts[m]) * row, row, o);
-                  }
-                });
+    cpu::ParallelRange(
+        ctx->intra_op_threadpool(), max_index + 1, row * MoveCostNs<W>() + 5,
+        [&](int64_t r0, int64_t r1) {
+          for (int64_t r = r0; r < r1; ++r) {
+            W* o = dst + r * row;
+            const int64_t p = source[r];
+            if (p < 0) {
+              std::fill_n(o, row, W{});
+              continue;
+            }
+            const int m = static_cast<int>(
+                std::upper_bound(starts.begin(), starts.end(), p) -
+                starts.begin() - 1);
+            const W* in = InData<W>(ctx->input(n + m));
+            std::copy_n(in + (p - starts[m]) * row, row, o);
+          }
+        });
   }
 };
 

@@ -3,6 +3,7 @@
 // (container "localhost" unless the `container` attr says otherwise, name =
 // `shared_name` or the node name), so every step and every executor of the
 // session sees the same state (whitepaper §4.1, OSDI §3.1).
+#include "runnel/cpu/integer.h"
 #include "runnel/framework/op_kernel.h"
 
 namespace runnel {
@@ -217,8 +218,9 @@ class AssignUpdateKernel : public OpKernel {
         auto dst = ref->flat<T>();
         auto src = value.flat<T>();
         for (size_t i = 0; i < dst.size(); ++i) {
-          dst[i] = kAdd ? static_cast<T>(dst[i] + src[i])
-                        : static_cast<T>(dst[i] - src[i]);
+          // Integers wrap (Note [Integer semantics]).
+          dst[i] = kAdd ? cpu::WrapAdd(dst[i], src[i])
+                        : cpu::WrapSub(dst[i], src[i]);
         }
       });
       OP_REQUIRES(ctx, ok,
