@@ -32,6 +32,7 @@
 #include "absl/strings/str_cat.h"
 #include "runnel/cpu/cwise.h"
 #include "runnel/cpu/gemm.h"
+#include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 
