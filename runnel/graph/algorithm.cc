@@ -8,16 +8,15 @@
 namespace runnel {
 
 bool IsMergeOp(absl::string_view op) {
-  return op == "Merge" || op == "RefMerge";
+  return NodeClassOf(op) == NodeClass::kMerge;
 }
 
 bool IsNextIterationOp(absl::string_view op) {
-  return op == "NextIteration" || op == "RefNextIteration";
+  return NodeClassOf(op) == NodeClass::kNextIteration;
 }
 
 bool IsLoopBackEdge(const Edge& e) {
-  return IsNextIterationOp(e.src()->type_string()) &&
-         IsMergeOp(e.dst()->type_string());
+  return e.src()->IsNextIteration() && e.dst()->IsMerge();
 }
 
 namespace internal {

@@ -23,15 +23,31 @@ std::vector<const Edge*> Node::input_edges_in_order() const {
   return v;
 }
 
-bool Node::IsControlFlow() const {
-  static const char* kOps[] = {
-      "Switch",        "RefSwitch",        "Merge",   "RefMerge",
-      "Enter",         "RefEnter",         "Exit",    "RefExit",
-      "NextIteration", "RefNextIteration", "LoopCond"};
-  for (const char* op : kOps) {
-    if (type_string() == op) return true;
-  }
-  return false;
+NodeClass NodeClassOf(absl::string_view op) {
+  static const auto* classes = new absl::flat_hash_map<std::string, NodeClass>({
+      {"Switch", NodeClass::kSwitch},
+      {"RefSwitch", NodeClass::kSwitch},
+      {"Merge", NodeClass::kMerge},
+      {"RefMerge", NodeClass::kMerge},
+      {"Enter", NodeClass::kEnter},
+      {"RefEnter", NodeClass::kEnter},
+      {"Exit", NodeClass::kExit},
+      {"RefExit", NodeClass::kExit},
+      {"NextIteration", NodeClass::kNextIteration},
+      {"RefNextIteration", NodeClass::kNextIteration},
+      {"LoopCond", NodeClass::kLoopCond},
+      {"ControlTrigger", NodeClass::kControlTrigger},
+      {"_Send", NodeClass::kSend},
+      {"_HostSend", NodeClass::kSend},
+      {"_Recv", NodeClass::kRecv},
+      {"_HostRecv", NodeClass::kRecv},
+      {"_Arg", NodeClass::kArg},
+      {"_Retval", NodeClass::kRetval},
+      {"Const", NodeClass::kConstant},
+      {"HostConst", NodeClass::kConstant},
+  });
+  auto it = classes->find(op);
+  return it == classes->end() ? NodeClass::kOther : it->second;
 }
 
 Status Node::SetAttr(const std::string& name, AttrValue value) {
@@ -71,6 +87,7 @@ StatusOr<Node*> Graph::AddNode(std::shared_ptr<const NodeProperties> props) {
   }
   auto n = std::unique_ptr<Node>(new Node);
   n->id_ = static_cast<int>(nodes_.size());
+  n->class_ = NodeClassOf(props->op);
   n->props_ = std::move(props);
   Node* raw = n.get();
   by_name_[raw->name()] = raw;

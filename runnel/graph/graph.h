@@ -25,6 +25,28 @@ class Graph;
 
 inline constexpr int kControlSlot = -1;
 
+// What the runtime needs to know about a node's op, decided once when the
+// node is created (Graph::AddNode) instead of by string compares wherever it
+// is asked. Ref variants share their op's class (RefSwitch is kSwitch).
+enum class NodeClass : uint8_t {
+  kOther,
+  kSwitch,
+  kMerge,
+  kEnter,
+  kExit,
+  kNextIteration,
+  kLoopCond,
+  kControlTrigger,
+  kSend,      // _Send and _HostSend.
+  kRecv,      // _Recv and _HostRecv.
+  kArg,       // _Arg (a feed).
+  kRetval,    // _Retval (a fetch).
+  kConstant,  // Const and HostConst.
+};
+
+// The class of an op type ("RefEnter" -> kEnter).
+NodeClass NodeClassOf(absl::string_view op);
+
 class Node {
  public:
   int id() const { return id_; }
@@ -63,7 +85,23 @@ class Node {
   std::vector<const Edge*> input_edges_in_order() const;
 
   bool IsStateful() const { return op_def().is_stateful(); }
-  bool IsControlFlow() const;  // Switch, Merge, Enter, Exit, NextIteration...
+  NodeClass node_class() const { return class_; }
+  // Switch, Merge, Enter, Exit, NextIteration, LoopCond (and Ref variants).
+  bool IsControlFlow() const {
+    return class_ >= NodeClass::kSwitch && class_ <= NodeClass::kLoopCond;
+  }
+  bool IsSwitch() const { return class_ == NodeClass::kSwitch; }
+  bool IsMerge() const { return class_ == NodeClass::kMerge; }
+  bool IsEnter() const { return class_ == NodeClass::kEnter; }
+  bool IsExit() const { return class_ == NodeClass::kExit; }
+  bool IsNextIteration() const { return class_ == NodeClass::kNextIteration; }
+  bool IsLoopCond() const { return class_ == NodeClass::kLoopCond; }
+  bool IsControlTrigger() const { return class_ == NodeClass::kControlTrigger; }
+  bool IsSend() const { return class_ == NodeClass::kSend; }
+  bool IsRecv() const { return class_ == NodeClass::kRecv; }
+  bool IsArg() const { return class_ == NodeClass::kArg; }
+  bool IsRetval() const { return class_ == NodeClass::kRetval; }
+  bool IsConstant() const { return class_ == NodeClass::kConstant; }
 
   // Replaces an attr (copy-on-write of the shared properties). Validates.
   Status SetAttr(const std::string& name, AttrValue value);
@@ -74,6 +112,7 @@ class Node {
   Node() = default;
 
   int id_ = -1;
+  NodeClass class_ = NodeClass::kOther;
   std::shared_ptr<const NodeProperties> props_;
   std::string assigned_device_;
   std::vector<const Edge*> in_edges_;

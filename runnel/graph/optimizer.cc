@@ -40,7 +40,7 @@ bool HasSideEffects(const Node& n) {
 // (it stops deadness), so a Const behind one must keep its control edge from
 // the trigger itself, not from what is upstream of it.
 bool IsControlFlowLike(const Node& n) {
-  return n.IsControlFlow() || n.type_string() == "ControlTrigger";
+  return n.IsControlFlow() || n.IsControlTrigger();
 }
 
 bool IsOpaqueType(DataType dt) {

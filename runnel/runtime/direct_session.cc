@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/devices/cpu_device.h"
+#include "runnel/framework/memory_types.h"
 #include "runnel/framework/op.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/partition.h"
@@ -196,6 +197,7 @@ class DirectSession : public Session {
   Status PlaceFullGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceStepNodes(Graph* g) const;
   Status Partition(ExecutorsAndKeys* ek, bool has_control_flow) const;
+  bool InHostMemory(const Node& n, int slot, bool output) const;
   Status CreateKernel(Device* device, const Node& node,
                       std::shared_ptr<OpKernel>* kernel);
   Status CheckFeeds(
@@ -415,7 +417,7 @@ Status DirectSession::PlaceStepNodes(Graph* g) const {
   for (Node* n : g->nodes()) {
     if (!n->assigned_device_name().empty()) continue;
     std::string device = cpu0;
-    if (n->type_string() == "_Retval") {
+    if (n->IsRetval()) {
       for (const Edge* e : n->in_edges()) {
         if (!e->IsControlEdge()) device = e->src()->assigned_device_name();
       }
@@ -438,9 +440,19 @@ Status DirectSession::PlaceStepNodes(Graph* g) const {
 Status DirectSession::Partition(ExecutorsAndKeys* ek,
                                 bool has_control_flow) const {
   PartitionOptions popts;
+  // Whitepaper §5.2: Recvs start as late as their consumers allow.
+  popts.scheduling_for_recvs =
+      options_.config.graph_options().enable_recv_scheduling();
   popts.get_incarnation = [this](const std::string& name) -> uint64_t {
     Device* d = device_mgr_->FindDevice(name);
     return d == nullptr ? 0 : d->incarnation();
+  };
+  // HostMemory args travel by _HostSend/_HostRecv (framework/memory_types.h).
+  popts.output_in_host_memory = [this](const Node* n, int k) {
+    return InHostMemory(*n, k, /*output=*/true);
+  };
+  popts.input_in_host_memory = [this](const Node* n, int k) {
+    return InHostMemory(*n, k, /*output=*/false);
   };
   std::map<std::string, GraphDef> parts;
   RETURN_IF_ERROR(runnel::Partition(popts, *ek->graph, &parts));
@@ -460,6 +472,18 @@ Status DirectSession::Partition(ExecutorsAndKeys* ek,
     ek->partitions.push_back(std::move(p));
   }
   return absl::OkStatus();
+}
+
+bool DirectSession::InHostMemory(const Node& n, int slot, bool output) const {
+  Device* d = device_mgr_->FindDevice(n.assigned_device_name());
+  if (d == nullptr || d->device_type() == kDeviceCpu) return false;
+  std::vector<MemoryType> in, out;
+  if (!MemoryTypesForNode(d->device_type(), n.props(), &in, &out).ok()) {
+    return false;  // Executor::Create reports the missing kernel.
+  }
+  const std::vector<MemoryType>& v = output ? out : in;
+  return slot >= 0 && slot < static_cast<int>(v.size()) &&
+         v[slot] == MemoryType::kHostMemory;
 }
 
 Status DirectSession::CreateKernel(Device* device, const Node& node,

@@ -110,13 +110,6 @@ struct Executor::Plan {
 
 namespace {
 
-bool IsOp(const Node* n, std::initializer_list<const char*> ops) {
-  for (const char* op : ops) {
-    if (n->type_string() == op) return true;
-  }
-  return false;
-}
-
 // Assigns every node its frame by walking from the roots: an Enter's
 // outputs are in the child frame it names, an Exit's in its frame's parent,
 // everything else in its input's frame.
@@ -212,15 +205,15 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
     RETURN_IF_ERROR(params.create_kernel(*n, &item.kernel));
     item.is_async = item.kernel->AsAsync() != nullptr;
     item.expensive = item.kernel->IsExpensive();
-    item.is_merge = IsOp(n, {"Merge", "RefMerge"});
-    item.is_enter = IsOp(n, {"Enter", "RefEnter"});
-    item.is_exit = IsOp(n, {"Exit", "RefExit"});
-    item.is_next_iteration = IsOp(n, {"NextIteration", "RefNextIteration"});
-    item.is_control_trigger = IsOp(n, {"ControlTrigger"});
-    item.is_send = IsOp(n, {"_Send", "_HostSend"});
+    item.is_merge = n->IsMerge();
+    item.is_enter = n->IsEnter();
+    item.is_exit = n->IsExit();
+    item.is_next_iteration = n->IsNextIteration();
+    item.is_control_trigger = n->IsControlTrigger();
+    item.is_send = n->IsSend();
     // A _Recv may receive a dead token when the graph it was cut from has
     // control flow: then this partition tracks deadness too.
-    if (params.dead_inputs_possible && IsOp(n, {"_Recv", "_HostRecv"})) {
+    if (params.dead_inputs_possible && n->IsRecv()) {
       plan->has_control_flow = true;
     }
     if (item.is_enter) {
@@ -240,8 +233,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
           static_cast<int32_t>(std::min<int64_t>(parallel, kMaxParallel));
     }
     plan->has_control_flow |= item.is_merge || item.is_enter || item.is_exit ||
-                              item.is_next_iteration ||
-                              IsOp(n, {"Switch", "RefSwitch"});
+                              item.is_next_iteration || n->IsSwitch();
     item.num_inputs = n->num_inputs();
     item.expects_ref_begin =
         static_cast<int32_t>(plan->input_expects_ref.size());
