@@ -189,4 +189,39 @@ else
   check "unreadable graph exits 1" 1 "$?"
 fi
 
+# Two CPU devices: b = a * 2 on CPU:1, c = b + 1 on CPU:0 (devices in the
+# graph); placements on stderr in TF's format, one graph per device written.
+cat > "$tmp/two_devices.pbtxt" <<'PB'
+node { name: "a" op: "Placeholder" device: "/device:CPU:0"
+  attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "two" op: "Const" device: "/device:CPU:1"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 2 } } } }
+node { name: "b" op: "Mul" input: "a" input: "two" device: "/device:CPU:1"
+  attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "one" op: "Const" device: "/device:CPU:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }
+node { name: "c" op: "AddV2" input: "b" input: "one" device: "/device:CPU:0"
+  attr { key: "T" value { type: DT_FLOAT } } }
+PB
+out=$("$runnel" run "$tmp/two_devices.pbtxt" --device_count CPU=2 --feed a=20 --fetch c \
+      --log_device_placement --partition_graphs "$tmp/parts" 2>"$tmp/placement.txt")
+check "two devices compute 41" 'c (float []): 41' "$out"
+check "placement of b logged" 1 \
+  "$(grep -c '^b: (Mul): /job:localhost/replica:0/task:0/device:CPU:1$' "$tmp/placement.txt")"
+check "two partition graphs written" 2 "$(ls "$tmp/parts" | grep -c '^partition_.*pbtxt$')"
+# The fed value of a goes straight to its consumer's device (CPU:1), so only
+# b crosses: one _Send/_Recv pair.
+check "partitions joined by one _Send" 1 "$(cat "$tmp/parts"/*.pbtxt | grep -c 'op: "_Send"')"
+check "and one _Recv" 1 "$(cat "$tmp/parts"/*.pbtxt | grep -c 'op: "_Recv"')"
+"$runnel" run "$tmp/two_devices.pbtxt" --feed a=20 --fetch c >/dev/null 2>"$tmp/err.txt"
+check "CPU:1 without --device_count exits 1" 1 "$?"
+check "the error names the node and device" 1 \
+  "$(grep -c "'two'.*CPU:1\|CPU:1.*'two'" "$tmp/err.txt")"
+out=$("$runnel" run "$tmp/two_devices.pbtxt" --soft_placement --feed a=20 --fetch c)
+check "soft placement runs on one CPU" 'c (float []): 41' "$out"
+"$runnel" run "$tmp/two_devices.pbtxt" --device_count CPU >/dev/null 2>&1
+check "bad --device_count is a usage error" 2 "$?"
+
 exit $fail
