@@ -1,5 +1,7 @@
 #include "runnel/base/threadpool.h"
 
+#include <exception>
+
 #define EIGEN_USE_THREADS
 #include <algorithm>
 #include <atomic>
@@ -41,6 +43,10 @@ struct ParallelForState {
   std::atomic<int64_t> done{0};
   absl::Mutex mu;
   bool finished = false;
+  // The first exception a shard threw (a kernel's std::bad_alloc): rethrown
+  // on the calling thread, where the executor turns it into the node's
+  // error, instead of escaping a pool thread into std::terminate.
+  std::exception_ptr error;
 
   // Claims and runs shards until none are left.
   void Drain() {
@@ -49,7 +55,12 @@ struct ParallelForState {
       int64_t i = next.fetch_add(1, std::memory_order_relaxed);
       if (i >= num_shards) break;
       int64_t begin = i * block;
-      fn(begin, std::min(total, begin + block));
+      try {
+        fn(begin, std::min(total, begin + block));
+      } catch (...) {
+        absl::MutexLock l(&mu);
+        if (!error) error = std::current_exception();
+      }
       ++ran;
     }
     if (ran > 0 &&
@@ -85,8 +96,13 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
     Schedule([state] { state->Drain(); });
   }
   state->Drain();
-  absl::MutexLock l(&state->mu);
-  state->mu.Await(absl::Condition(&state->finished));
+  std::exception_ptr error;
+  {
+    absl::MutexLock l(&state->mu);
+    state->mu.Await(absl::Condition(&state->finished));
+    error = state->error;
+  }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace runnel

@@ -30,7 +30,9 @@ class ThreadPool {
 
   // Calls fn(begin, end) over disjoint ranges covering [0, total) and returns
   // when all have run. `cost_per_unit` is a rough per-element cost in
-  // nanoseconds; small jobs run inline on the caller.
+  // nanoseconds; small jobs run inline on the caller. If a range throws, the
+  // others still run and the first exception is rethrown here, on the
+  // calling thread (never on a pool thread, where it would terminate).
   void ParallelFor(int64_t total, int64_t cost_per_unit,
                    const std::function<void(int64_t, int64_t)>& fn);
 

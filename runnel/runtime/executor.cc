@@ -641,7 +641,10 @@ class ExecutorState {
     if (tracing)
       st->stats.set_op_start_rel_nanos(NowNanos() -
                                        st->stats.all_start_nanos());
-    item.kernel->AsAsync()->ComputeAsync(st->ctx.get(), [this, st] {
+    // `done` runs once: a kernel that throws after (or instead of) calling
+    // it must not finish the node twice, so the flag outlives `st`.
+    auto once = std::make_shared<std::atomic<bool>>(false);
+    auto finish = [this, st] {
       NodeExecStats* stats = st->tracing ? &st->stats : nullptr;
       if (stats)
         stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
@@ -650,7 +653,27 @@ class ExecutorState {
           FinishNode(st->t, st->ctx.get(), InputsFor(st->t), &ready, stats);
       delete st;
       NodeDone(s, ready, nullptr);
-    });
+    };
+    auto done = [once, finish] {
+      if (!once->exchange(true)) finish();
+    };
+    // As ComputeGuarded for synchronous kernels: an exception from
+    // ComputeAsync (before it called done) becomes the node's error.
+    try {
+      item.kernel->AsAsync()->ComputeAsync(st->ctx.get(), done);
+    } catch (const std::bad_alloc&) {
+      if (!once->exchange(true)) {
+        st->ctx->SetStatus(errors::ResourceExhausted(
+            "out of memory (std::bad_alloc) in the kernel"));
+        finish();
+      }
+    } catch (const std::exception& e) {
+      if (!once->exchange(true)) {
+        st->ctx->SetStatus(
+            errors::Internal("the kernel threw an exception: ", e.what()));
+        finish();
+      }
+    }
   }
 
   void FillParams(const NodeItem& item, absl::Span<const TensorValue> in,

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <new>
+#include <stdexcept>
 #include <thread>
 
 #include "runnel/graph/graph_def.h"
@@ -58,6 +60,44 @@ class BlockKernel : public AsyncOpKernel {
 };
 REGISTER_KERNEL_BUILDER(Name("RuntimeTestBlock").Device(kDeviceCpu),
                         BlockKernel);
+
+// Throws from ComputeAsync before calling done (a dependency's bad_alloc).
+REGISTER_OP("RuntimeTestAsyncThrow")
+    .Output("y: float")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("Test op: ComputeAsync throws std::bad_alloc.");
+class AsyncThrowKernel : public AsyncOpKernel {
+ public:
+  using AsyncOpKernel::AsyncOpKernel;
+  void ComputeAsync(OpKernelContext*, DoneCallback) override {
+    throw std::bad_alloc();
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("RuntimeTestAsyncThrow").Device(kDeviceCpu),
+                        AsyncThrowKernel);
+
+// One shard of a ParallelFor on the intra-op pool throws.
+REGISTER_OP("RuntimeTestParallelThrow")
+    .Output("y: float")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("Test op: a ParallelFor shard throws std::length_error.");
+class ParallelThrowKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    std::atomic<int64_t> ran{0};
+    // 1e6 units of 1 µs: many shards, on the pool's threads too.
+    ctx->intra_op_threadpool()->ParallelFor(
+        1000000, 1000, [&](int64_t begin, int64_t end) {
+          ran += end - begin;
+          if (begin > 0) throw std::length_error("shard failed");
+        });
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("RuntimeTestParallelThrow").Device(kDeviceCpu),
+                        ParallelThrowKernel);
 
 // Records the order in which nodes run.
 std::mutex order_mu;
@@ -162,6 +202,25 @@ TEST(ExecutorTest, ErrorAbortsStepAndNamesNode) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("Placeholder 'x'"), std::string::npos) << s;
   EXPECT_NE(s.message().find("must feed a value"), std::string::npos) << s;
+}
+
+// Exceptions never escape into std::terminate: from an async kernel, or
+// from a ParallelFor shard on another thread, they become the node's error.
+TEST(ExecutorTest, ExceptionsFromAsyncKernelsAndShardsAreErrors) {
+  auto session = MakeSession(R"pb(
+    node { name: "a" op: "RuntimeTestAsyncThrow" }
+    node { name: "p" op: "RuntimeTestParallelThrow" }
+  )pb");
+  std::vector<Tensor> out;
+  for (int i = 0; i < 3; ++i) {
+    Status s = session->Run({}, {}, {"a"}, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_NE(s.message().find("'a'"), std::string::npos) << s;
+    s = session->Run({}, {}, {"p"}, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
+    EXPECT_NE(s.message().find("shard failed"), std::string::npos) << s;
+    EXPECT_NE(s.message().find("'p'"), std::string::npos) << s;
+  }
 }
 
 TEST(ExecutorTest, TimeoutGivesDeadlineExceeded) {
