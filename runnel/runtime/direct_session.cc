@@ -194,7 +194,7 @@ class DirectSession : public Session {
       const std::vector<std::string>& outputs,
       const std::vector<std::string>& targets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
-  Status PlaceFullGraph() ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
+  Status PlaceNodes(Graph* g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceStepNodes(Graph* g) const;
   Status Partition(ExecutorsAndKeys* ek, bool has_control_flow) const;
   bool InHostMemory(const Node& n, int slot, bool output) const;
@@ -293,7 +293,12 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     const std::vector<std::string>& feeds,
     const std::vector<std::string>& outputs,
     const std::vector<std::string>& targets) {
-  if (!placed_) RETURN_IF_ERROR(PlaceFullGraph());
+  const bool place_pruned =
+      options_.config.graph_options().place_pruned_graph();
+  if (!placed_ && !place_pruned) {
+    RETURN_IF_ERROR(PlaceNodes(graph_.get()));
+    placed_ = true;
+  }
   auto ek = std::make_shared<ExecutorsAndKeys>();
   ek->graph = std::make_unique<Graph>();
   RETURN_IF_ERROR(PruneForFetches(*graph_, feeds, outputs, targets,
@@ -316,6 +321,11 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     } else {
       ek->feed_shapes.push_back(PartialTensorShape());
     }
+  }
+  if (place_pruned) {
+    // GraphOptions.place_pruned_graph: place only what this step runs (the
+    // feeds and fetches included), as TF does with that option.
+    RETURN_IF_ERROR(PlaceNodes(ek->graph.get()));
   }
   RETURN_IF_ERROR(PlaceStepNodes(ek->graph.get()));
   // Whitepaper §5.1: CSE, constant folding, dead-node removal
@@ -382,12 +392,13 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
   return ek;
 }
 
-// Places every node of the full graph (whitepaper §3.2.1; runtime/placer.h):
-// once per Create/Extend, so a node keeps its device in every signature.
-// Stateful nodes (variables, queues) keep the device they had before an
-// Extend, since their state lives there.
-Status DirectSession::PlaceFullGraph() {
-  for (Node* n : graph_->nodes()) {
+// Places every node of `g` (whitepaper §3.2.1; runtime/placer.h): the full
+// graph once per Create/Extend (TF's default, place_pruned_graph = false), so
+// a node keeps its device in every signature; or each step's pruned graph.
+// Stateful nodes (variables, queues) keep the device they were first given,
+// since their state lives there.
+Status DirectSession::PlaceNodes(Graph* g) {
+  for (Node* n : g->nodes()) {
     auto it = stateful_placements_.find(n->name());
     n->set_assigned_device_name(it != stateful_placements_.end() ? it->second
                                                                  : "");
@@ -396,16 +407,15 @@ Status DirectSession::PlaceFullGraph() {
   opts.allow_soft_placement = options_.config.allow_soft_placement();
   opts.log_device_placement = options_.config.log_device_placement();
   std::vector<std::string> log;
-  RETURN_IF_ERROR(PlaceGraph(opts, device_mgr_->devices(), graph_.get(),
+  RETURN_IF_ERROR(PlaceGraph(opts, device_mgr_->devices(), g,
                              opts.log_device_placement ? &log : nullptr));
   for (const std::string& line : log) {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
-  for (Node* n : graph_->nodes()) {
-    if (n->IsStateful())
+  for (Node* n : g->nodes()) {
+    if (n->IsStateful() && !n->IsArg() && !n->IsRetval())
       stateful_placements_[n->name()] = n->assigned_device_name();
   }
-  placed_ = true;
   return absl::OkStatus();
 }
 

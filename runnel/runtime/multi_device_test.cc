@@ -274,6 +274,30 @@ TEST(MultiDeviceTest, UnknownDeviceIsAnErrorUnlessSoftPlacement) {
   EXPECT_EQ(out[0].flat<float>()[0], -3.0f);
 }
 
+// TF places the whole graph at the first Run (so an unsatisfiable node that
+// this step never runs still fails); with place_pruned_graph only the step's
+// nodes are placed.
+TEST(MultiDeviceTest, PlacePrunedGraphPlacesOnlyWhatTheStepRuns) {
+  GraphDef g = Text(ConstF("a", 3, "/device:CPU:1") +
+                    Unary("b", "Neg", "a", "/device:CPU:0") +
+                    Unary("unused", "Neg", "a", "/device:CPU:9"));
+  std::vector<Tensor> out;
+  auto full = SessionFor(g, Cpus(2));
+  ASSERT_NE(full, nullptr);
+  Status s = full->Run({}, {"b"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "'unused'")) << s;
+
+  SessionOptions o = Cpus(2);
+  o.config.mutable_graph_options()->set_place_pruned_graph(true);
+  auto pruned = SessionFor(g, o);
+  ASSERT_NE(pruned, nullptr);
+  ASSERT_OK(pruned->Run({}, {"b"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], -3.0f);
+  s = pruned->Run({}, {"unused"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
 TEST(MultiDeviceTest, LogDevicePlacementPrintsTensorFlowsLines) {
   GraphDef g = Text(ConstF("a", 3, "/device:CPU:1") +
                     Unary("b", "Neg", "a", "/device:CPU:0"));
