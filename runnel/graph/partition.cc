@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -234,6 +235,15 @@ class Partitioner {
         names_(names),
         out_(out) {}
 
+  // A _Recv of a data edge in the root frame, for Note [Recv scheduling]:
+  // where it is and the original nodes it connects.
+  struct RootRecv {
+    std::string loc;             // Its partition.
+    int index = 0;               // Its index in that partition's GraphDef.
+    int src = 0;                 // The sending node's id.
+    std::vector<int> consumers;  // Ids of the nodes it feeds.
+  };
+
   Status Run() {
     for (const Node* n : g_.nodes()) RETURN_IF_ERROR(AddNode(n));
     VersionDef versions = g_.versions();
@@ -242,6 +252,8 @@ class Partitioner {
     for (auto& [name, gdef] : *out_) *gdef.mutable_versions() = versions;
     return absl::OkStatus();
   }
+
+  const std::vector<RootRecv>& root_recvs() const { return root_recvs_; }
 
  private:
   // A transfer already made: (src id, src slot or kControlSlot, dst
@@ -304,7 +316,12 @@ class Partitioner {
     const bool recv_on_host = !control && opts_.input_in_host_memory &&
                               opts_.input_in_host_memory(dst, e->dst_input());
     RecvKey key{src->id(), e->src_output(), loc_[dst->id()], recv_on_host};
-    if (auto it = recvs_.find(key); it != recvs_.end()) return it->second;
+    const bool in_root =
+        !control && (frames_ == nullptr || frames_->out_frame[src->id()] == 0);
+    if (auto it = recvs_.find(key); it != recvs_.end()) {
+      if (in_root) root_recvs_[it->second.root].consumers.push_back(dst->id());
+      return it->second.name;
+    }
 
     std::string frame_control;
     if (frames_ != nullptr && frames_->out_frame[src->id()] != 0) {
@@ -350,7 +367,13 @@ class Partitioner {
     if (!frame_control.empty()) {
       recv->add_input(InputString(frame_control, kControlSlot));
     }
-    recvs_[key] = recv->name();
+    RecvInfo info{recv->name(), -1};
+    if (in_root) {
+      info.root = static_cast<int>(root_recvs_.size());
+      root_recvs_.push_back(RootRecv{
+          loc_[dst->id()], dst_gdef->node_size() - 1, src->id(), {dst->id()}});
+    }
+    recvs_[key] = info;
     return recv->name();
   }
 
@@ -392,7 +415,12 @@ class Partitioner {
   const ControlLoops* loops_;
   NameGen* names_;
   std::map<std::string, GraphDef>* out_;
-  std::map<RecvKey, std::string> recvs_;
+  struct RecvInfo {
+    std::string name;
+    int root = -1;  // Index into root_recvs_, or -1.
+  };
+  std::map<RecvKey, RecvInfo> recvs_;
+  std::vector<RootRecv> root_recvs_;
 };
 
 // ---------------------------------------------------------------------------
@@ -626,6 +654,189 @@ class LoopRewriter {
   NameGen* names_;
 };
 
+// ---------------------------------------------------------------------------
+// Recv scheduling (Note [Recv scheduling]).
+
+class RecvScheduler {
+ public:
+  RecvScheduler(const Graph& g, const std::vector<std::string>& loc,
+                const Frames* frames)
+      : g_(g), loc_(loc), frames_(frames) {}
+
+  // Adds to each Recv of `recvs` (in `partitions`) a control input from
+  // the node of its partition chosen by the note; adds nothing if the
+  // graph's loops do not contract to a DAG. Returns how many it added.
+  int Run(const std::vector<Partitioner::RootRecv>& recvs,
+          std::map<std::string, GraphDef>* partitions) {
+    if (!ComputeTimes()) return 0;
+    MarkMaybeDead();
+    CollectCandidates();
+    int added = 0;
+    for (const Partitioner::RootRecv& r : recvs) {
+      const Node* p = PredecessorFor(r);
+      if (p == nullptr) continue;
+      NodeDef* recv = (*partitions)[r.loc].mutable_node(r.index);
+      recv->add_input(InputString(p->name(), kControlSlot));
+      ++added;
+    }
+    return added;
+  }
+
+ private:
+  // The top-level loop frame holding frame `f`'s nodes.
+  int TopFrame(int f) const {
+    while (frames_->frames[f].parent != 0) f = frames_->frames[f].parent;
+    return f;
+  }
+
+  // A node's group: itself, or (for a node of a loop, the loop's Enters
+  // and Exits included) its top-level loop, numbered after the node ids.
+  int GroupOf(const Node* n) const {
+    if (frames_ == nullptr) return n->id();
+    const int in = frames_->in_frame[n->id()];
+    const int out = frames_->out_frame[n->id()];
+    if (in == 0 && out == 0) return n->id();
+    return g_.num_node_ids() + TopFrame(in != 0 ? in : out);
+  }
+
+  // ASAP and ALAP start times of every group under unit node costs (a
+  // loop costs its node count), by Kahn's algorithm over the group graph;
+  // false if that graph has a cycle.
+  bool ComputeTimes() {
+    const int num_groups =
+        g_.num_node_ids() +
+        (frames_ == nullptr ? 0 : static_cast<int>(frames_->frames.size()));
+    group_.assign(g_.num_node_ids(), -1);
+    cost_.assign(num_groups, 0);
+    std::vector<std::vector<int>> succ(num_groups);
+    std::vector<int> pending(num_groups, 0);
+    for (const Node* n : g_.nodes()) {
+      group_[n->id()] = GroupOf(n);
+      ++cost_[group_[n->id()]];
+    }
+    for (const Edge* e : g_.edges()) {
+      const int a = group_[e->src()->id()], b = group_[e->dst()->id()];
+      if (a == b) continue;
+      succ[a].push_back(b);
+      ++pending[b];
+    }
+    std::vector<int> order;
+    for (int gr = 0; gr < num_groups; ++gr) {
+      if (cost_[gr] > 0 && pending[gr] == 0) order.push_back(gr);
+    }
+    for (size_t i = 0; i < order.size(); ++i) {
+      for (int b : succ[order[i]]) {
+        if (--pending[b] == 0) order.push_back(b);
+      }
+    }
+    int used = 0;
+    for (int gr = 0; gr < num_groups; ++gr) used += cost_[gr] > 0;
+    if (static_cast<int>(order.size()) != used) return false;
+
+    asap_.assign(num_groups, 0);
+    int64_t makespan = 0;
+    for (int a : order) {
+      makespan = std::max(makespan, asap_[a] + cost_[a]);
+      for (int b : succ[a]) asap_[b] = std::max(asap_[b], asap_[a] + cost_[a]);
+    }
+    alap_.assign(num_groups, makespan);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      int64_t latest_end = makespan;
+      for (int b : succ[*it]) latest_end = std::min(latest_end, alap_[b]);
+      alap_[*it] = latest_end - cost_[*it];
+    }
+    return true;
+  }
+
+  // Nodes that may produce dead outputs: root-frame Switches and
+  // everything downstream of them.
+  void MarkMaybeDead() {
+    maybe_dead_.assign(g_.num_node_ids(), false);
+    std::vector<const Node*> stack;
+    for (const Node* n : g_.nodes()) {
+      if (n->IsSwitch() &&
+          (frames_ == nullptr || frames_->in_frame[n->id()] == 0)) {
+        maybe_dead_[n->id()] = true;
+        stack.push_back(n);
+      }
+    }
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      for (const Edge* e : n->out_edges()) {
+        if (!maybe_dead_[e->dst()->id()]) {
+          maybe_dead_[e->dst()->id()] = true;
+          stack.push_back(e->dst());
+        }
+      }
+    }
+  }
+
+  struct Candidate {
+    int64_t alap_end = 0;  // Its ALAP start + cost.
+    int64_t asap_end = 0;  // Its ASAP start + cost.
+    const Node* node = nullptr;
+  };
+
+  // The nodes a Recv may wait for, per partition, sorted by ALAP end, and
+  // for each prefix of that order the one that ends last as soon as
+  // possible (`best_`).
+  void CollectCandidates() {
+    for (const Node* n : g_.nodes()) {
+      const int gr = group_[n->id()];
+      if (gr != n->id() || n->IsControlFlow() || n->IsSend() || n->IsRecv() ||
+          maybe_dead_[n->id()]) {
+        continue;
+      }
+      candidates_[loc_[n->id()]].push_back(
+          Candidate{alap_[gr] + cost_[gr], asap_[gr] + cost_[gr], n});
+    }
+    for (auto& [loc, list] : candidates_) {
+      std::sort(list.begin(), list.end(),
+                [](const Candidate& a, const Candidate& b) {
+                  return std::tie(a.alap_end, a.asap_end) <
+                         std::tie(b.alap_end, b.asap_end);
+                });
+      std::vector<int>& best = best_[loc];
+      best.resize(list.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        best[i] = i == 0 || list[i].asap_end >= list[best[i - 1]].asap_end
+                      ? static_cast<int>(i)
+                      : best[i - 1];
+      }
+    }
+  }
+
+  // The node Recv `r` waits for: among its partition's candidates that end
+  // by its consumers' earliest ALAP start, the one that ends last as soon
+  // as possible; null if none would hold the Recv past the time its Send
+  // can run.
+  const Node* PredecessorFor(const Partitioner::RootRecv& r) const {
+    auto it = candidates_.find(r.loc);
+    if (it == candidates_.end()) return nullptr;
+    int64_t start = std::numeric_limits<int64_t>::max();
+    for (int d : r.consumers) start = std::min(start, alap_[group_[d]]);
+    const std::vector<Candidate>& list = it->second;
+    const auto end = std::upper_bound(
+        list.begin(), list.end(), start,
+        [](int64_t t, const Candidate& c) { return t < c.alap_end; });
+    if (end == list.begin()) return nullptr;
+    const Candidate& best = list[best_.at(r.loc)[end - list.begin() - 1]];
+    const int src = group_[r.src];
+    if (best.asap_end <= asap_[src] + cost_[src]) return nullptr;
+    return best.node;
+  }
+
+  const Graph& g_;
+  const std::vector<std::string>& loc_;
+  const Frames* frames_;
+  std::vector<int> group_;                   // By node id.
+  std::vector<int64_t> cost_, asap_, alap_;  // By group.
+  std::vector<bool> maybe_dead_;             // By node id.
+  std::map<std::string, std::vector<Candidate>> candidates_;
+  std::map<std::string, std::vector<int>> best_;
+};
+
 }  // namespace
 
 Status Partition(const PartitionOptions& opts, const Graph& g,
@@ -660,11 +871,18 @@ Status Partition(const PartitionOptions& opts, const Graph& g,
       source = &copy;
     }
   }
-  Status s = Partitioner(opts, *source, loc, incarnations, frames.get(), &loops,
-                         &names, partitions)
-                 .Run();
-  if (!s.ok()) partitions->clear();
-  return s;
+  Partitioner partitioner(opts, *source, loc, incarnations, frames.get(),
+                          &loops, &names, partitions);
+  Status s = partitioner.Run();
+  if (!s.ok()) {
+    partitions->clear();
+    return s;
+  }
+  if (opts.scheduling_for_recvs) {
+    RecvScheduler(*source, loc, frames.get())
+        .Run(partitioner.root_recvs(), partitions);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace runnel

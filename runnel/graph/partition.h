@@ -66,6 +66,42 @@
 // edge inside a frame from a node that runs only in iteration 0 (one that
 // reads a non-constant Enter other than through a Merge).
 //
+// Note [Recv scheduling] (whitepaper §5.2; TensorFlow's
+// PartitionOptions.scheduling_for_recvs). A _Recv with no inputs runs as
+// soon as its step starts, so whatever its consumers do with the tensor can
+// run early and hold memory long before the critical path needs it. With
+// `scheduling_for_recvs`, each _Recv of a data edge in the root frame gets
+// a control input from one node P of its own partition, so it starts as
+// late as its consumers allow:
+//   * Times. ASAP and ALAP start times over the graph being partitioned
+//     (after the loop rewrite), unit cost per node and zero per transfer.
+//     Each top-level while loop (its Enters, Exits and nested frames
+//     included) is contracted to one node costing its node count, so the
+//     graph is a DAG; if the contracted graph is not (no valid graph has
+//     that), nothing is scheduled.
+//   * Choice. Let S be the earliest ALAP start of the Recv's consumers.
+//     P is, among the partition's nodes with ALAP end (start + cost) <= S,
+//     the one with the latest ASAP end: the node expected to finish just
+//     before the consumers need the tensor. No edge is added if P's ASAP
+//     end is not after the sender's, i.e. if P would not hold the Recv back.
+//     There is no prefetch margin: a local Recv of a sent tensor is a
+//     lookup.
+//   * Safety. P is a node of the root frame outside any loop, is not a
+//     control-flow node, Send or Recv, and is not downstream of a
+//     root-frame Switch (a dead P would make the Recv dead). Every edge of
+//     the partitioned graphs (transfers included) goes from a smaller to a
+//     larger contracted ALAP time, the Recv sitting just before S, and every
+//     added edge does too (ALAP start of P < S): the partitions joined by
+//     their Send/Recv pairs stay acyclic, so no added edge can deadlock a
+//     step, even through several devices. Recvs inside loop frames and
+//     Recvs of control edges (tiny) are left alone.
+// On CPU devices a received tensor shares the sent buffer (the rendezvous
+// holds it until the Recv runs), so what a later Recv saves is the memory
+// of what the receiver would compute from the tensor early and keep until
+// the critical path reaches it (benchmarks/recv_scheduling.cc measures it:
+// 72 -> 40 MiB). That work then runs just in time rather than ahead, which
+// can lengthen a step where the cores were otherwise idle.
+//
 // Memory types: `output_in_host_memory(src, k)` chooses _HostSend and
 // `input_in_host_memory(dst, i)` _HostRecv; both default to false (every
 // device is a CPU today). Same-partition edges between memory types are not
@@ -102,6 +138,9 @@ struct PartitionOptions {
   // lives in host memory; see Note [Partitioning].
   std::function<bool(const Node* n, int k)> output_in_host_memory;
   std::function<bool(const Node* n, int i)> input_in_host_memory;
+  // Gives root-frame _Recvs a control input so they start as late as
+  // their consumers allow (Note [Recv scheduling]). Default false.
+  bool scheduling_for_recvs = false;
 };
 
 // Fills `partitions` (cleared first) with one GraphDef per partition that

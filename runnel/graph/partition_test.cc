@@ -10,6 +10,7 @@
 #include <deque>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "runnel/graph/control_flow.h"
 #include "runnel/graph/graph_def.h"
@@ -899,6 +900,262 @@ TEST(PartitionTest, LoopWithoutLoopCondCannotSpanDevices) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
   EXPECT_THAT(s.message(), HasSubstr("'f'"));
   EXPECT_THAT(s.message(), HasSubstr("LoopCond"));
+}
+
+// ---------------------------------------------------------------------------
+// Recv scheduling (Note [Recv scheduling])
+
+PartitionOptions SchedulingOptions() {
+  PartitionOptions opts = Options();
+  opts.scheduling_for_recvs = true;
+  return opts;
+}
+
+// The control inputs of `n` ("^x" -> "x").
+std::vector<std::string> ControlInputs(const NodeDef& n) {
+  std::vector<std::string> v;
+  for (const std::string& in : n.input()) {
+    if (!in.empty() && in[0] == '^') v.push_back(in.substr(1));
+  }
+  return v;
+}
+
+// The _Recv in `gdef` that feeds `consumer`'s data input `i`.
+const NodeDef* RecvFeeding(const GraphDef& gdef, const std::string& consumer,
+                           int i) {
+  const NodeDef* c = Find(gdef, consumer);
+  if (c == nullptr || c->input_size() <= i) return nullptr;
+  const NodeDef* r = Find(gdef, c->input(i));
+  return r != nullptr && r->op() == "_Recv" ? r : nullptr;
+}
+
+// The partitions joined by their Send -> Recv pairs have no cycle other
+// than through a NextIteration (a loop's back edge).
+void ExpectAcyclicWhenJoined(const Partitions& parts) {
+  std::map<std::string, std::vector<std::string>> succ;
+  std::map<std::string, int> pending;
+  std::map<std::string, std::string> send_of;  // tensor_name -> Send key
+  auto key = [](const std::string& p, const std::string& n) {
+    return absl::StrCat(p, "|", n);
+  };
+  for (const auto& [p, gdef] : parts) {
+    for (const NodeDef& n : gdef.node()) {
+      pending.emplace(key(p, n.name()), 0);
+      if (n.op() == "_Send")
+        send_of[StrAttr(n, "tensor_name")] = key(p, n.name());
+    }
+  }
+  auto add_edge = [&](const std::string& a, const std::string& b) {
+    succ[a].push_back(b);
+    ++pending[b];
+  };
+  for (const auto& [p, gdef] : parts) {
+    for (const NodeDef& n : gdef.node()) {
+      for (std::string in : n.input()) {
+        if (!in.empty() && in[0] == '^') in = in.substr(1);
+        in = in.substr(0, in.find(':'));
+        const NodeDef* src = Find(gdef, in);
+        ASSERT_NE(src, nullptr) << in;
+        if (src->op() == "NextIteration") continue;
+        add_edge(key(p, in), key(p, n.name()));
+      }
+      if (n.op() == "_Recv") {
+        auto it = send_of.find(StrAttr(n, "tensor_name"));
+        ASSERT_NE(it, send_of.end()) << n.name();
+        add_edge(it->second, key(p, n.name()));
+      }
+    }
+  }
+  std::vector<std::string> ready;
+  for (const auto& [k, count] : pending) {
+    if (count == 0) ready.push_back(k);
+  }
+  size_t done = 0;
+  while (!ready.empty()) {
+    std::string k = ready.back();
+    ready.pop_back();
+    ++done;
+    for (const std::string& s : succ[k]) {
+      if (--pending[s] == 0) ready.push_back(s);
+    }
+  }
+  EXPECT_EQ(done, pending.size()) << "the joined partitions have a cycle";
+}
+
+// CPU:1 runs a0 -> a1 -> a2 -> a3 = a2 + t, with t from CPU:0: t's Recv
+// waits for a2, the node that ends just before a3 needs t.
+TEST(PartitionTest, RecvSchedulingWaitsForTheNodeBeforeTheConsumer) {
+  Scope root = Scope::NewRootScope();
+  Output x = Placeholder(root.WithOpName("x"));
+  Output t = Build(root.WithOpName("t"), "Neg", {x});
+  const Scope cpu1 = root.WithDevice(kCpu1);
+  Output a0 = Placeholder(cpu1.WithOpName("a0"));
+  Output a1 = Build(cpu1.WithOpName("a1"), "Neg", {a0});
+  Output a2 = Build(cpu1.WithOpName("a2"), "Neg", {a1});
+  Build(cpu1.WithOpName("a3"), "Add", {a2, t});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions plain, scheduled;
+  ASSERT_OK(Partition(Options(), g, &plain));
+  ASSERT_OK(Partition(SchedulingOptions(), g, &scheduled));
+  const NodeDef* recv = RecvFeeding(plain.at(kCpu1), "a3", 1);
+  ASSERT_NE(recv, nullptr);
+  EXPECT_TRUE(recv->input().empty());
+  recv = RecvFeeding(scheduled.at(kCpu1), "a3", 1);
+  ASSERT_NE(recv, nullptr);
+  EXPECT_THAT(Inputs(*recv), UnorderedElementsAre("^a2"));
+  // Nothing else changes.
+  for (const auto& [device, gdef] : plain) {
+    ASSERT_EQ(gdef.node_size(), scheduled.at(device).node_size());
+    for (int i = 0; i < gdef.node_size(); ++i) {
+      if (gdef.node(i).name() == recv->name()) continue;
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+          gdef.node(i), scheduled.at(device).node(i)))
+          << gdef.node(i).name();
+    }
+  }
+  ExpectImportable(g, scheduled);
+  ExpectAcyclicWhenJoined(scheduled);
+}
+
+// A tensor needed at once (a1 = a0 + t), or one whose sender finishes after
+// every node that could hold its Recv back, gets no control input.
+TEST(PartitionTest, RecvSchedulingLeavesRecvsThatCannotWaitAlone) {
+  Scope root = Scope::NewRootScope();
+  Output x = Placeholder(root.WithOpName("x"));
+  Output t = Build(root.WithOpName("t"), "Neg", {x});
+  Output slow = Build(root.WithOpName("s1"), "Neg", {x});
+  for (int i = 2; i <= 4; ++i) {
+    slow = Build(root.WithOpName(absl::StrCat("s", i)), "Neg", {slow});
+  }
+  const Scope cpu1 = root.WithDevice(kCpu1);
+  Output a0 = Placeholder(cpu1.WithOpName("a0"));
+  Output a1 = Build(cpu1.WithOpName("a1"), "Add", {a0, t});
+  Output a2 = Build(cpu1.WithOpName("a2"), "Neg", {a1});
+  Build(cpu1.WithOpName("a3"), "Add", {a2, slow});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(SchedulingOptions(), g, &parts));
+  for (const NodeDef* r : OfOp(parts.at(kCpu1), "_Recv")) {
+    EXPECT_TRUE(r->input().empty()) << r->name();
+  }
+}
+
+// The node that would end just in time is in a conditional branch (it may
+// be dead, and would make the Recv dead): the Recv waits for a node before
+// the Switch instead.
+TEST(PartitionTest, RecvSchedulingNeverWaitsForAPossiblyDeadNode) {
+  Scope root = Scope::NewRootScope();
+  Output x = Placeholder(root.WithOpName("x"));
+  const Scope cpu1 = root.WithDevice(kCpu1);
+  Output a0 = Placeholder(cpu1.WithOpName("a0"));
+  Output a1 = Build(cpu1.WithOpName("a1"), "Neg", {a0});
+  Output pred = Placeholder(cpu1.WithOpName("pred"), DT_BOOL);
+  Operation sw = BuildOp(cpu1.WithOpName("sw"), "Switch", {a1, pred});
+  Output b1 = Build(cpu1.WithOpName("b1"), "Neg", {sw.output(1)});
+  Output b2 = Build(cpu1.WithOpName("b2"), "Neg", {b1});
+  NodeBuilder merge(cpu1.WithOpName("m"), "Merge");
+  merge.Input(InputList(std::vector<Output>{sw.output(0), b2}));
+  Operation m;
+  ASSERT_OK(merge.Finalize(&m));
+  Build(cpu1.WithOpName("c"), "Add", {m.output(0), x});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions parts;
+  ASSERT_OK(Partition(SchedulingOptions(), g, &parts));
+  const NodeDef* recv = RecvFeeding(parts.at(kCpu1), "c", 1);
+  ASSERT_NE(recv, nullptr);
+  EXPECT_THAT(Inputs(*recv), UnorderedElementsAre("^a1"));
+  ExpectAcyclicWhenJoined(parts);
+}
+
+// Inside a loop frame Recvs keep only their control loop's Merge; the
+// Recv of a tensor entering the loop is in the root frame and may wait.
+TEST(PartitionTest, RecvSchedulingLeavesRecvsInsideLoopsAlone) {
+  Scope root = Scope::NewRootScope();
+  Output n = Placeholder(root.WithOpName("n"));
+  std::vector<Output> out;
+  ASSERT_OK(BuildCounterLoop(
+      root, n,
+      [](const Scope& s) {
+        return ops::Const(s.WithOpName("step").WithDevice(kCpu1), 1.f);
+      },
+      &out));
+  Build(root.WithOpName("result").WithDevice(kCpu1), "Identity", {out[0]});
+  ASSERT_OK(root.status());
+  Graph& g = *root.graph();
+  Place(&g);
+
+  Partitions plain, scheduled;
+  ASSERT_OK(Partition(Options(), g, &plain));
+  ASSERT_OK(Partition(SchedulingOptions(), g, &scheduled));
+  ExpectImportable(g, scheduled);
+  ExpectAcyclicWhenJoined(scheduled);
+  for (const auto& [device, gdef] : scheduled) {
+    std::map<std::string, std::string> frames = FramesOf(gdef);
+    ExpectRecvsInFramesAreControlled(gdef);
+    for (const NodeDef* r : OfOp(gdef, "_Recv")) {
+      if (!frames[r->name()].empty()) {
+        EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+            *r, *Find(plain.at(device), r->name())))
+            << r->name();
+      }
+      for (const std::string& c : ControlInputs(*r)) {
+        EXPECT_EQ(frames[c], frames[r->name()]) << r->name() << " <- " << c;
+      }
+    }
+  }
+}
+
+// Random graphs over three devices, with control edges and several
+// consumers per tensor: the added edges never close a cycle through the
+// Send/Recv pairs, and some are added.
+TEST(PartitionTest, RecvSchedulingNeverClosesACycleAcrossDevices) {
+  uint64_t state = 12345;
+  auto next = [&](int bound) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int>((state >> 33) % bound);
+  };
+  const char* devices[] = {kCpu0, kCpu1, kCpu2};
+  int scheduled = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    SCOPED_TRACE(trial);
+    Scope root = Scope::NewRootScope();
+    std::vector<Output> nodes;
+    for (int i = 0; i < 30; ++i) {
+      const Scope s =
+          root.WithOpName(absl::StrCat("n", i)).WithDevice(devices[next(3)]);
+      if (i < 3) {
+        nodes.push_back(Placeholder(s));
+        continue;
+      }
+      const Output a = nodes[next(i)], b = nodes[next(i)];
+      Scope sc =
+          next(4) == 0 ? s.WithControlDependencies(nodes[next(i)].op()) : s;
+      nodes.push_back(next(2) == 0 ? Build(sc, "Neg", {a})
+                                   : Build(sc, "Add", {a, b}));
+    }
+    ASSERT_OK(root.status());
+    Graph& g = *root.graph();
+    Place(&g);
+    Partitions parts;
+    ASSERT_OK(Partition(SchedulingOptions(), g, &parts));
+    ExpectImportable(g, parts);
+    ExpectAcyclicWhenJoined(parts);
+    for (const auto& [device, gdef] : parts) {
+      for (const NodeDef* r : OfOp(gdef, "_Recv")) {
+        scheduled += !r->input().empty();
+      }
+    }
+  }
+  EXPECT_GT(scheduled, 0);
 }
 
 }  // namespace
