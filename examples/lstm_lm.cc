@@ -13,17 +13,11 @@
 // windows of 20 (truncated backpropagation, zero initial state), with SGD;
 // after every epoch it prints the validation perplexity (full softmax).
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <map>
-#include <sstream>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -46,114 +40,6 @@ double Now() {
   return std::chrono::duration<double>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// Lower-cased words (letters, digits, apostrophes) and single punctuation
-// marks.
-void Tokenize(const std::string& text, std::vector<std::string>* out) {
-  std::string word;
-  auto flush = [&] {
-    if (!word.empty()) out->push_back(word);
-    word.clear();
-  };
-  for (unsigned char ch : text) {
-    if (std::isalnum(ch) || ch == '\'') {
-      word += static_cast<char>(std::tolower(ch));
-    } else {
-      flush();
-      if (std::ispunct(ch)) out->push_back(std::string(1, ch));
-    }
-  }
-  flush();
-}
-
-// Every fortune of every plain-text file in `dir` (files are lists of
-// fortunes separated by lines holding "%"; the .dat index files and .u8
-// links are skipped).
-StatusOr<std::vector<std::vector<std::string>>> ReadFortunes(
-    const std::string& dir) {
-  std::vector<std::filesystem::path> files;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string ext = e.path().extension().string();
-    if (e.is_regular_file() && !e.is_symlink() && ext != ".dat" && ext != ".u8")
-      files.push_back(e.path());
-  }
-  if (ec || files.empty()) {
-    return errors::NotFound("no fortune files in ", dir,
-                            " (install the Debian package `fortunes`)");
-  }
-  std::sort(files.begin(), files.end());
-  std::vector<std::vector<std::string>> fortunes;
-  for (const auto& f : files) {
-    std::ifstream in(f);
-    std::string line, text;
-    while (std::getline(in, line)) {
-      if (line == "%") {
-        fortunes.emplace_back();
-        Tokenize(text, &fortunes.back());
-        if (fortunes.back().empty()) fortunes.pop_back();
-        text.clear();
-      } else {
-        text += line + "\n";
-      }
-    }
-  }
-  return fortunes;
-}
-
-struct Corpus {
-  std::vector<std::string> vocab;
-  std::vector<int32_t> train, valid;
-};
-
-Corpus BuildCorpus(const std::vector<std::vector<std::string>>& fortunes,
-                   int vocab_size) {
-  std::unordered_map<std::string, int64_t> counts;
-  for (const auto& f : fortunes)
-    for (const auto& w : f) ++counts[w];
-  std::vector<std::pair<int64_t, std::string>> by_count;
-  for (const auto& [w, n] : counts) by_count.push_back({-n, w});
-  std::sort(by_count.begin(), by_count.end());
-  Corpus c;
-  c.vocab = {"<eos>", "<unk>"};
-  for (const auto& [n, w] : by_count) {
-    if (static_cast<int>(c.vocab.size()) >= vocab_size) break;
-    c.vocab.push_back(w);
-  }
-  std::unordered_map<std::string, int32_t> id;
-  for (size_t i = 0; i < c.vocab.size(); ++i)
-    id[c.vocab[i]] = static_cast<int32_t>(i);
-  for (size_t k = 0; k < fortunes.size(); ++k) {
-    std::vector<int32_t>& dst = k % 10 == 9 ? c.valid : c.train;
-    for (const auto& w : fortunes[k]) {
-      auto it = id.find(w);
-      dst.push_back(it == id.end() ? 1 : it->second);
-    }
-    dst.push_back(0);
-  }
-  return c;
-}
-
-// The stream as `batch` rows; window k covers positions [k*steps, k*steps +
-// steps] of each row. Returns the number of windows.
-int64_t Windows(const std::vector<int32_t>& stream, int batch, int steps) {
-  const int64_t row = static_cast<int64_t>(stream.size()) / batch;
-  return (row - 1) / steps;
-}
-
-void Window(const std::vector<int32_t>& stream, int batch, int steps, int64_t k,
-            Tensor* x, Tensor* y) {
-  const int64_t row = static_cast<int64_t>(stream.size()) / batch;
-  *x = Tensor(DT_INT32, TensorShape({steps, batch}));
-  *y = Tensor(DT_INT32, TensorShape({steps, batch}));
-  for (int t = 0; t < steps; ++t) {
-    for (int b = 0; b < batch; ++b) {
-      const int64_t pos = b * row + k * steps + t;
-      x->flat<int32_t>()[t * batch + b] = stream[pos];
-      y->flat<int32_t>()[t * batch + b] = stream[pos + 1];
-    }
-  }
 }
 
 void Check(const Status& s, const char* what) {
