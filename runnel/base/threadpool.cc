@@ -1,6 +1,7 @@
 #include "runnel/base/threadpool.h"
 
 #include <exception>
+#include <utility>
 
 #define EIGEN_USE_THREADS
 #include <algorithm>
@@ -100,7 +101,12 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
   {
     absl::MutexLock l(&state->mu);
     state->mu.Await(absl::Condition(&state->finished));
-    error = state->error;
+    // Moved, not copied: the exception then dies on this thread. A copy
+    // would leave a reference in `state`, and a helper dropping the last
+    // `state` after we return would free the exception from its thread,
+    // ordered with our reads only by libstdc++'s (uninstrumented) exception
+    // refcount: correct, but a race to ThreadSanitizer.
+    error = std::move(state->error);
   }
   if (error) std::rethrow_exception(error);
 }
