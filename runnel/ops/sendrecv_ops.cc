@@ -11,15 +11,15 @@
 namespace runnel {
 namespace {
 
-constexpr char kSendRecvDoc[] = R"doc(
-tensor_name: the name of the edge, unique per (sender, receiver) pair in a
-  step.
-send_device: full name of the sending device.
-send_device_incarnation: the sending device's incarnation (an int64 holding
-  the 64 bits), part of the rendezvous key.
-recv_device: full name of the receiving device.
-client_terminated: the other end is the client (a feed or fetch), not a
-  node.)doc";
+// Attrs of all four ops:
+//   tensor_name: the name of the edge, unique per (sender, receiver) pair in
+//     a step.
+//   send_device: full name of the sending device.
+//   send_device_incarnation: the sending device's incarnation (an int64
+//     holding the 64 bits), part of the rendezvous key.
+//   recv_device: full name of the receiving device.
+//   client_terminated: the other end is the client (a feed or fetch), not a
+//     node.
 
 #define REGISTER_SEND_OP(NAME, DOC)            \
   REGISTER_OP(NAME)                            \
