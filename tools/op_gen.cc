@@ -1,5 +1,7 @@
 // op_gen: writes the typed C++ op wrappers (runnel::ops::MatMul, ...) for
-// every op in the registry it is linked with.
+// every op in the registry it is linked with: the op definitions only
+// (runnel_op_defs), as the gradient builders are written with the wrappers
+// (Note [Op family targets] in runnel/ops/CMakeLists.txt).
 //
 //   op_gen OUT_HEADER OUT_SOURCE
 //
@@ -8,12 +10,14 @@
 //
 //   class MatMul {
 //    public:
-//     struct Attrs { Attrs TransposeA(bool x) const; ... };   // optional attrs
+//     static constexpr absl::string_view kOpName = "MatMul";
+//     struct Attrs { Attrs TransposeA(bool x) const; ... };  // optional attrs
 //     static Attrs TransposeA(bool x);
-//     MatMul(const Scope& scope, Input a, Input b, const Attrs& attrs =
-//     Attrs()); operator Output() const;   // one-output ops (and operator
-//     Input) Operation operation; Output product;            // one member per
-//     output arg (OutputList for lists)
+//     MatMul(const Scope& scope, Input a, Input b,
+//            const Attrs& attrs = Attrs());
+//     operator Output() const;  // one-output ops (and operator Input)
+//     Operation operation;
+//     Output product;  // one member per output arg (OutputList for lists)
 //   };
 //
 // Type and number attrs that the inputs determine (T, N, Tidx) are not
@@ -166,7 +170,8 @@ void EmitClass(const OpInfo& info, std::ostream& h) {
   const std::string& cls = def.name();
   std::string summary = def.summary().empty() ? "(no summary)" : def.summary();
   h << "// " << absl::StrReplaceAll(summary, {{"\n", "\n// "}}) << "\n"
-    << "class " << cls << " {\n public:\n";
+    << "class " << cls << " {\n public:\n"
+    << "  static constexpr absl::string_view kOpName = \"" << cls << "\";\n";
   if (!info.optional.empty()) {
     h << "  // Optional attrs; unset ones take the op's default.\n"
       << "  struct Attrs {\n";

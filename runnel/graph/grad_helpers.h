@@ -1,9 +1,14 @@
 // Small graph builders for gradient functions.
 //
-// Op families cannot use the generated wrappers (runnel/ops/ops_gen.h is
-// generated from the op libraries themselves), so gradient functions build
-// nodes through MakeOp, a thin layer over NodeBuilder, and the one-line
-// helpers below for the ops they use most:
+// The gradient builders of the op families (runnel/ops/*_grad.cc) build
+// nodes with the generated typed wrappers (runnel/ops/ops_gen.h):
+//
+//   dx->push_back(ops::MatMul(s, g, b, ops::MatMul::TransposeB(true)));
+//
+// and use the composite helpers at the end of this file. Graph-layer code
+// (symbolic gradients, control-flow builders) sits below the wrappers, so
+// it builds nodes through MakeOp, a thin layer over NodeBuilder, and the
+// one-line helpers below:
 //
 //   Output two_x = grad::Mul(scope, 2, op.input(0));   // 2 becomes x's dtype
 //   Output dx = grad::MakeOp(scope, "ReluGrad", {dy, op.output(0)});
@@ -50,6 +55,16 @@ std::optional<std::vector<int64_t>> ConstantInts(const Scope& scope,
 // attrs (NodeBuilder infers those): e.g. Conv2D's strides, padding, ... for
 // its Conv2DBackpropInput. Empty if `target` is unknown.
 AttrMap SharedAttrs(const Operation& op, absl::string_view target);
+
+// SharedAttrs(op, Op::kOpName) as the Attrs of the generated wrapper class
+// `Op` (runnel/ops/ops_gen.h): a backprop op built with the window attrs
+// (strides, padding, data_format, ...) of its forward op.
+template <typename Op>
+typename Op::Attrs SharedAttrsOf(const Operation& op) {
+  typename Op::Attrs attrs;
+  attrs.values = SharedAttrs(op, Op::kOpName);
+  return attrs;
+}
 
 // A scalar constant of `dtype` (the base type of a ref dtype; `value` is
 // truncated for integer dtypes).

@@ -4,6 +4,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -30,7 +31,7 @@ REGISTER_GRADIENT("IdentityN", IdentityNGrad);
 // reshaped to x's shape; nothing flows to the shape/axis inputs.
 Status ReshapeGrad(const Scope& s, const Operation& op, const Outputs& dy,
                    Outputs* dx) {
-  dx->push_back(grad::Reshape(s, dy[0], grad::Shape(s, op.input(0))));
+  dx->push_back(ops::Reshape(s, dy[0], ops::Shape(s, op.input(0))));
   for (int i = 1; i < op.num_inputs(); ++i) dx->push_back(NoGradient());
   return s.status();
 }
@@ -41,9 +42,9 @@ REGISTER_GRADIENT("Squeeze", ReshapeGrad);
 // y = fill(dims, v): dv = sum(dy).
 Status FillGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
-  const Output all = grad::Range(s, 0, grad::Rank(s, dy[0]), 1);
+  const Output all = ops::Range(s, 0, ops::Rank(s, dy[0]), 1);
   dx->push_back(NoGradient());
-  dx->push_back(grad::Sum(s, dy[0], all));
+  dx->push_back(ops::Sum(s, dy[0], all));
   return s.status();
 }
 REGISTER_GRADIENT("Fill", FillGrad);
@@ -57,12 +58,10 @@ int64_t IntAttr(const Operation& op, const char* name) {
 // y = pack(xs, axis): dx_i = unpack(dy, axis)[i].
 Status PackGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
-  const Operation unpack = grad::MakeOperation(
-      s, "Unpack", {dy[0]},
-      {{"num", MakeAttrValue(static_cast<int64_t>(op.num_inputs()))},
-       {"axis", MakeAttrValue(IntAttr(op, "axis"))}});
-  if (unpack.node() == nullptr) return s.status();
-  for (int i = 0; i < op.num_inputs(); ++i) dx->push_back(unpack.output(i));
+  const ops::Unpack unpack(s, dy[0], op.num_inputs(),
+                           ops::Unpack::Axis(IntAttr(op, "axis")));
+  if (!s.ok()) return s.status();
+  for (int i = 0; i < op.num_inputs(); ++i) dx->push_back(unpack[i]);
   return s.status();
 }
 REGISTER_GRADIENT("Pack", PackGrad);
@@ -74,7 +73,7 @@ Status UnpackGrad(const Scope& s, const Operation& op, const Outputs& dy,
     dx->push_back(NoGradient());
     return s.status();
   }
-  dx->push_back(grad::Pack(s, dy, IntAttr(op, "axis")));
+  dx->push_back(ops::Pack(s, dy, ops::Pack::Axis(IntAttr(op, "axis"))));
   return s.status();
 }
 REGISTER_GRADIENT("Unpack", UnpackGrad);
@@ -92,9 +91,9 @@ Output NormalizedAxis(const Scope& s, const Output& axis, const Output& x) {
     }
   }
   const Output a =
-      axis.type() == DT_INT32 ? axis : grad::Cast(s, axis, DT_INT32);
-  const Output rank = grad::Rank(s, x);
-  return grad::FloorMod(s, a, rank);
+      axis.type() == DT_INT32 ? axis : ops::Cast(s, axis, DT_INT32);
+  const Output rank = ops::Rank(s, x);
+  return ops::FloorMod(s, a, rank);
 }
 
 // y = concat(xs, axis): dx_i is dy's slice along `axis` where x_i went,
@@ -105,15 +104,13 @@ Status ConcatV2Grad(const Scope& s, const Operation& op, const Outputs& dy,
   const Output axis = NormalizedAxis(s, op.input(n), op.input(0));
   std::vector<Output> sizes;
   for (int i = 0; i < n; ++i) {
-    sizes.push_back(grad::Slice(s, grad::Shape(s, op.input(i)),
-                                grad::Reshape(s, axis, grad::Int32s(s, {1})),
-                                grad::Int32s(s, {1})));
+    sizes.push_back(ops::Slice(s, ops::Shape(s, op.input(i)),
+                               ops::Reshape(s, axis, grad::Int32s(s, {1})),
+                               grad::Int32s(s, {1})));
   }
-  const Operation split = grad::MakeOperation(
-      s, "SplitV", {dy[0], grad::Concat(s, sizes, 0), axis},
-      {{"num_split", MakeAttrValue(static_cast<int64_t>(n))}});
-  if (split.node() == nullptr) return s.status();
-  for (int i = 0; i < n; ++i) dx->push_back(split.output(i));
+  const ops::SplitV split(s, dy[0], ops::ConcatV2(s, sizes, 0), axis, n);
+  if (!s.ok()) return s.status();
+  for (int i = 0; i < n; ++i) dx->push_back(split[i]);
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -123,7 +120,7 @@ REGISTER_GRADIENT("ConcatV2", ConcatV2Grad);
 Status SplitGrad(const Scope& s, const Operation& op, const Outputs& dy,
                  Outputs* dx) {
   dx->push_back(NoGradient());
-  dx->push_back(dy.size() == 1 ? dy[0] : grad::Concat(s, dy, op.input(0)));
+  dx->push_back(dy.size() == 1 ? dy[0] : ops::ConcatV2(s, dy, op.input(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Split", SplitGrad);
@@ -133,7 +130,7 @@ Status SplitVGrad(const Scope& s, const Operation& op, const Outputs& dy,
   if (dy.size() == 1) {
     dx->push_back(dy[0]);
   } else {
-    dx->push_back(grad::Concat(s, dy, op.input(2)));
+    dx->push_back(ops::ConcatV2(s, dy, op.input(2)));
   }
   dx->push_back(NoGradient());
   dx->push_back(NoGradient());

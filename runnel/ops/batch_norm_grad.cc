@@ -14,6 +14,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -29,14 +30,13 @@ Status FusedBatchNormV3Grad(const Scope& s, const Operation& op,
   GetAttr(op.node()->attrs(), "is_training", &is_training).IgnoreError();
   const Output mean = is_training ? op.output(3) : op.input(3);
   const Output variance = is_training ? op.output(4) : op.input(4);
-  Operation g = grad::MakeOperation(
-      s, "FusedBatchNormGradV3",
-      {dy[0], op.input(0), op.input(1), mean, variance, op.output(5)},
-      grad::SharedAttrs(op, "FusedBatchNormGradV3"));
+  const ops::FusedBatchNormGradV3 g(
+      s, dy[0], op.input(0), op.input(1), mean, variance, op.output(5),
+      grad::SharedAttrsOf<ops::FusedBatchNormGradV3>(op));
   if (!s.ok()) return s.status();
-  dx->push_back(g.output(0));
-  dx->push_back(g.output(1));
-  dx->push_back(g.output(2));
+  dx->push_back(g.x_backprop);
+  dx->push_back(g.scale_backprop);
+  dx->push_back(g.offset_backprop);
   dx->push_back(NoGradient());
   dx->push_back(NoGradient());
   return s.status();
@@ -73,45 +73,43 @@ BatchNormGradParts BatchNormGradComposite(const Scope& s,
   const Output axes = a.channels_first ? grad::Int32s(s, {0, 2, 3})
                                        : grad::Int32s(s, {0, 1, 2});
   auto mean = [&](const Output& v) {
-    return grad::MakeOp(s, "Mean", {v, axes},
-                        {{"keep_dims", MakeAttrValue(keep)}});
+    return Output(ops::Mean(s, v, axes, ops::Mean::KeepDims(keep)));
   };
   auto as_channels = [&](const Output& v) {
-    return a.channels_first
-               ? grad::Reshape(s, v, grad::Int32s(s, {1, -1, 1, 1}))
-               : v;
+    return a.channels_first ? ops::Reshape(s, v, grad::Int32s(s, {1, -1, 1, 1}))
+                            : v;
   };
   const Output epsilon = grad::Scalar(s, a.epsilon, DT_FLOAT);
   BatchNormGradParts p;
-  p.offset_backprop = grad::Sum(s, dy, axes);
+  p.offset_backprop = ops::Sum(s, dy, axes);
   scale = as_channels(scale);
   if (a.is_training) {
     const Output mean_dy = mean(dy);
     const Output mean_x = mean(x);
     const Output var_x =
-        mean(grad::MakeOp(s, "SquaredDifference",
-                          {x, grad::MakeOp(s, "StopGradient", {mean_x})}));
-    const Output x_offset = grad::Sub(s, x, mean_x);
-    const Output var_eps = grad::Add(s, var_x, epsilon);
-    const Output r = grad::MakeOp(s, "Rsqrt", {var_eps});
-    const Output dy_x_offset = grad::Mul(s, dy, x_offset);
+        mean(ops::SquaredDifference(s, x, ops::StopGradient(s, mean_x)));
+    const Output x_offset = ops::Sub(s, x, mean_x);
+    const Output var_eps = ops::AddV2(s, var_x, epsilon);
+    const Output r = ops::Rsqrt(s, var_eps);
+    const Output dy_x_offset = ops::Mul(s, dy, x_offset);
     const Output coef =
-        grad::Mul(s, grad::Reciprocal(s, var_eps), mean(dy_x_offset));
-    p.x_backprop = grad::Mul(
-        s, grad::Mul(s, scale, r),
-        grad::Sub(s, grad::Sub(s, dy, mean_dy), grad::Mul(s, coef, x_offset)));
-    p.scale_backprop = grad::Mul(s, r, grad::Sum(s, dy_x_offset, axes, keep));
+        ops::Mul(s, ops::Reciprocal(s, var_eps), mean(dy_x_offset));
+    p.x_backprop = ops::Mul(
+        s, ops::Mul(s, scale, r),
+        ops::Sub(s, ops::Sub(s, dy, mean_dy), ops::Mul(s, coef, x_offset)));
+    p.scale_backprop = ops::Mul(
+        s, r, ops::Sum(s, dy_x_offset, axes, ops::Sum::KeepDims(keep)));
     if (a.channels_first) {
       p.scale_backprop =
-          grad::Reshape(s, p.scale_backprop, grad::Int32s(s, {-1}));
+          ops::Reshape(s, p.scale_backprop, grad::Int32s(s, {-1}));
     }
   } else {
     pop_mean = as_channels(pop_mean);
     pop_var = as_channels(pop_var);
-    const Output r = grad::MakeOp(s, "Rsqrt", {grad::Add(s, pop_var, epsilon)});
-    p.scale_backprop = grad::Sum(
-        s, grad::Mul(s, grad::Mul(s, dy, grad::Sub(s, x, pop_mean)), r), axes);
-    p.x_backprop = grad::Mul(s, grad::Mul(s, dy, scale), r);
+    const Output r = ops::Rsqrt(s, ops::AddV2(s, pop_var, epsilon));
+    p.scale_backprop = ops::Sum(
+        s, ops::Mul(s, ops::Mul(s, dy, ops::Sub(s, x, pop_mean)), r), axes);
+    p.x_backprop = ops::Mul(s, ops::Mul(s, dy, scale), r);
   }
   return p;
 }
@@ -136,9 +134,9 @@ Status FusedBatchNormGradV3Grad(const Scope& s, const Operation& op,
   // Fresh nodes for the differentiated inputs: the inner walk stops at
   // them, so it gives partial derivatives even when the inputs depend on
   // one another (y_backprop usually depends on x) or are the same tensor.
-  const Output dy = grad::Identity(s, op.input(0));
-  const Output x = grad::Identity(s, op.input(1));
-  const Output scale = grad::Identity(s, op.input(2));
+  const Output dy = ops::Identity(s, op.input(0));
+  const Output x = ops::Identity(s, op.input(1));
+  const Output scale = ops::Identity(s, op.input(2));
   const BatchNormGradParts p =
       BatchNormGradComposite(s, a, dy, x, scale, op.input(3), op.input(4));
   RETURN_IF_ERROR(s.status());

@@ -9,6 +9,7 @@
 #include "runnel/graph/control_flow.h"
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -25,10 +26,9 @@ Status MergeGrad(const Scope& scope, const Operation& op,
         "': only merges of conditionals built by Cond are differentiable");
   }
   // Input 0 is the false branch, input 1 the true branch (TF's order).
-  Operation sw =
-      grad::MakeOperation(scope, "Switch", {grad_inputs[0], cond->pred_id});
-  grad_outputs->push_back(sw.output(0));
-  grad_outputs->push_back(sw.output(1));
+  const ops::Switch sw(scope, grad_inputs[0], cond->pred_id);
+  grad_outputs->push_back(sw.output_false);
+  grad_outputs->push_back(sw.output_true);
   return scope.status();
 }
 
@@ -37,11 +37,8 @@ Status SwitchGrad(const Scope& scope, const Operation& op,
                   std::vector<Output>* grad_outputs) {
   // Missing branch gradients arrive as ZerosLike(that Switch output): dead
   // unless that branch ran.
-  Output merged =
-      grad::MakeOperationWithLists(
-          scope, "Merge", {InputList({grad_inputs[0], grad_inputs[1]})})
-          .output(0);
-  grad_outputs->push_back(merged);
+  grad_outputs->push_back(
+      ops::Merge(scope, {grad_inputs[0], grad_inputs[1]}).output);
   grad_outputs->push_back(NoGradient());
   return scope.status();
 }

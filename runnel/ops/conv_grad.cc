@@ -6,93 +6,97 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
 
 using Outputs = std::vector<Output>;
 
-// Builds `target` with `inputs` and the window attrs of `op`.
-Output Like(const Scope& s, const Operation& op, const char* target,
-            const std::vector<Input>& inputs) {
-  return grad::MakeOp(s, target, inputs, grad::SharedAttrs(op, target));
+// The attrs every convolution and backprop op requires, read from `op`.
+struct Window {
+  std::vector<int64_t> strides;
+  std::string padding;
+};
+Status GetWindow(const Operation& op, Window* w) {
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "strides", &w->strides));
+  return GetAttr(op.node()->attrs(), "padding", &w->padding);
 }
 
+// The three ops of one convolution: Conv2D or DepthwiseConv2dNative and
+// their backprops.
+struct Conv2DOps {
+  using Conv = ops::Conv2D;
+  using BackpropInput = ops::Conv2DBackpropInput;
+  using BackpropFilter = ops::Conv2DBackpropFilter;
+};
+struct DepthwiseOps {
+  using Conv = ops::DepthwiseConv2dNative;
+  using BackpropInput = ops::DepthwiseConv2dNativeBackpropInput;
+  using BackpropFilter = ops::DepthwiseConv2dNativeBackpropFilter;
+};
+
 // y = conv(x, f): dx = BackpropInput(shape(x), f, dy),
-// df = BackpropFilter(x, shape(f), dy). `prefix` is "Conv2D" or
-// "DepthwiseConv2dNative".
+// df = BackpropFilter(x, shape(f), dy).
+template <typename O>
 Status ConvGrad(const Scope& s, const Operation& op, const Outputs& dy,
-                Outputs* dx, const std::string& prefix) {
+                Outputs* dx) {
+  using In = typename O::BackpropInput;
+  using Filter = typename O::BackpropFilter;
+  Window w;
+  RETURN_IF_ERROR(GetWindow(op, &w));
   const Output x = op.input(0), f = op.input(1);
-  const std::string input_op = prefix + "BackpropInput";
-  const std::string filter_op = prefix + "BackpropFilter";
-  dx->push_back(Like(s, op, input_op.c_str(), {grad::Shape(s, x), f, dy[0]}));
-  dx->push_back(Like(s, op, filter_op.c_str(), {x, grad::Shape(s, f), dy[0]}));
+  dx->push_back(In(s, ops::Shape(s, x), f, dy[0], w.strides, w.padding,
+                   grad::SharedAttrsOf<In>(op)));
+  dx->push_back(Filter(s, x, ops::Shape(s, f), dy[0], w.strides, w.padding,
+                       grad::SharedAttrsOf<Filter>(op)));
   return s.status();
 }
 
 // dx = BackpropInput(sizes, f, g): linear in f and g.
 //   d f = BackpropFilter(dd, shape(f), g); d g = Conv(dd, f).
+template <typename O>
 Status BackpropInputGrad(const Scope& s, const Operation& op, const Outputs& dd,
-                         Outputs* dx, const std::string& prefix) {
+                         Outputs* dx) {
+  using Conv = typename O::Conv;
+  using Filter = typename O::BackpropFilter;
+  Window w;
+  RETURN_IF_ERROR(GetWindow(op, &w));
   const Output f = op.input(1), g = op.input(2);
-  const std::string filter_op = prefix + "BackpropFilter";
   dx->push_back(NoGradient());
-  dx->push_back(Like(s, op, filter_op.c_str(), {dd[0], grad::Shape(s, f), g}));
-  dx->push_back(Like(s, op, prefix.c_str(), {dd[0], f}));
+  dx->push_back(Filter(s, dd[0], ops::Shape(s, f), g, w.strides, w.padding,
+                       grad::SharedAttrsOf<Filter>(op)));
+  dx->push_back(
+      Conv(s, dd[0], f, w.strides, w.padding, grad::SharedAttrsOf<Conv>(op)));
   return s.status();
 }
 
 // df = BackpropFilter(x, sizes, g): linear in x and g.
 //   d x = BackpropInput(shape(x), dd, g); d g = Conv(x, dd).
+template <typename O>
 Status BackpropFilterGrad(const Scope& s, const Operation& op,
-                          const Outputs& dd, Outputs* dx,
-                          const std::string& prefix) {
+                          const Outputs& dd, Outputs* dx) {
+  using Conv = typename O::Conv;
+  using In = typename O::BackpropInput;
+  Window w;
+  RETURN_IF_ERROR(GetWindow(op, &w));
   const Output x = op.input(0), g = op.input(2);
-  const std::string input_op = prefix + "BackpropInput";
-  dx->push_back(Like(s, op, input_op.c_str(), {grad::Shape(s, x), dd[0], g}));
+  dx->push_back(In(s, ops::Shape(s, x), dd[0], g, w.strides, w.padding,
+                   grad::SharedAttrsOf<In>(op)));
   dx->push_back(NoGradient());
-  dx->push_back(Like(s, op, prefix.c_str(), {x, dd[0]}));
+  dx->push_back(
+      Conv(s, x, dd[0], w.strides, w.padding, grad::SharedAttrsOf<Conv>(op)));
   return s.status();
 }
 
-Status Conv2DGrad(const Scope& s, const Operation& op, const Outputs& dy,
-                  Outputs* dx) {
-  return ConvGrad(s, op, dy, dx, "Conv2D");
-}
-REGISTER_GRADIENT("Conv2D", Conv2DGrad);
-
-Status Conv2DBackpropInputGrad(const Scope& s, const Operation& op,
-                               const Outputs& dy, Outputs* dx) {
-  return BackpropInputGrad(s, op, dy, dx, "Conv2D");
-}
-REGISTER_GRADIENT("Conv2DBackpropInput", Conv2DBackpropInputGrad);
-
-Status Conv2DBackpropFilterGrad(const Scope& s, const Operation& op,
-                                const Outputs& dy, Outputs* dx) {
-  return BackpropFilterGrad(s, op, dy, dx, "Conv2D");
-}
-REGISTER_GRADIENT("Conv2DBackpropFilter", Conv2DBackpropFilterGrad);
-
-Status DepthwiseGrad(const Scope& s, const Operation& op, const Outputs& dy,
-                     Outputs* dx) {
-  return ConvGrad(s, op, dy, dx, "DepthwiseConv2dNative");
-}
-REGISTER_GRADIENT("DepthwiseConv2dNative", DepthwiseGrad);
-
-Status DepthwiseBackpropInputGrad(const Scope& s, const Operation& op,
-                                  const Outputs& dy, Outputs* dx) {
-  return BackpropInputGrad(s, op, dy, dx, "DepthwiseConv2dNative");
-}
+REGISTER_GRADIENT("Conv2D", ConvGrad<Conv2DOps>);
+REGISTER_GRADIENT("Conv2DBackpropInput", BackpropInputGrad<Conv2DOps>);
+REGISTER_GRADIENT("Conv2DBackpropFilter", BackpropFilterGrad<Conv2DOps>);
+REGISTER_GRADIENT("DepthwiseConv2dNative", ConvGrad<DepthwiseOps>);
 REGISTER_GRADIENT("DepthwiseConv2dNativeBackpropInput",
-                  DepthwiseBackpropInputGrad);
-
-Status DepthwiseBackpropFilterGrad(const Scope& s, const Operation& op,
-                                   const Outputs& dy, Outputs* dx) {
-  return BackpropFilterGrad(s, op, dy, dx, "DepthwiseConv2dNative");
-}
+                  BackpropInputGrad<DepthwiseOps>);
 REGISTER_GRADIENT("DepthwiseConv2dNativeBackpropFilter",
-                  DepthwiseBackpropFilterGrad);
+                  BackpropFilterGrad<DepthwiseOps>);
 
 }  // namespace
 }  // namespace runnel

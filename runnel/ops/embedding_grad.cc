@@ -4,10 +4,12 @@
 // [Sparse gradients] in runnel/graph/gradients.h), so an embedding bag over
 // a variable is updated row by row; the scatter ops are state updates.
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -24,21 +26,15 @@ Status DynamicPartitionGrad(const Scope& s, const Operation& op,
   RETURN_IF_ERROR(
       GetAttr(op.node()->attrs(), "num_partitions", &num_partitions));
   const Output positions =
-      grad::Reshape(s, grad::Range(s, 0, grad::Size(s, partitions), 1),
-                    grad::Shape(s, partitions));
-  const Operation parts =
-      grad::MakeOperation(s, "DynamicPartition", {positions, partitions},
-                          {{"num_partitions", MakeAttrValue(num_partitions)}});
+      ops::Reshape(s, ops::Range(s, 0, ops::Size(s, partitions), 1),
+                   ops::Shape(s, partitions));
+  const ops::DynamicPartition parts(s, positions, partitions, num_partitions);
   RETURN_IF_ERROR(s.status());
-  std::vector<Input> indices, values;
-  for (int k = 0; k < num_partitions; ++k) {
-    indices.push_back(Output(parts, k));
-    values.push_back(dy[k]);
-  }
-  const Operation stitch =
-      grad::MakeOperationWithLists(s, "DynamicStitch", {indices, values});
+  std::vector<Input> values;
+  for (int k = 0; k < num_partitions; ++k) values.push_back(dy[k]);
+  const Output stitch = ops::DynamicStitch(s, parts.outputs, values);
   RETURN_IF_ERROR(s.status());
-  dx->push_back(grad::Reshape(s, Output(stitch, 0), grad::Shape(s, data)));
+  dx->push_back(ops::Reshape(s, stitch, ops::Shape(s, data)));
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -51,7 +47,7 @@ Status ParallelDynamicStitchGrad(const Scope& s, const Operation& op,
   const int n = op.num_inputs() / 2;
   dx->assign(n, NoGradient());
   for (int m = 0; m < n; ++m) {
-    dx->push_back(grad::Gather(s, dy[0], op.input(m), 0));
+    dx->push_back(ops::GatherV2(s, dy[0], op.input(m), 0));
   }
   return s.status();
 }
@@ -64,17 +60,16 @@ REGISTER_GRADIENT("ParallelDynamicStitch", ParallelDynamicStitchGrad);
 // id is negative. *mask is ids >= 0 reshaped to broadcast over the rows.
 Output GatherDropNegatives(const Scope& s, const Output& params,
                            const Output& ids, Output* mask) {
-  const Output gathered = grad::Gather(s, params, grad::Maximum(s, ids, 0), 0);
+  const Output gathered = ops::GatherV2(s, params, ops::Maximum(s, ids, 0), 0);
   // ids.shape + [1] * (rank(gathered) - rank(ids)).
-  const Output ones = grad::Fill(
+  const Output ones = ops::Fill(
       s,
-      grad::Reshape(s,
-                    grad::Sub(s, grad::Rank(s, gathered), grad::Rank(s, ids)),
-                    grad::Int32s(s, {1})),
+      ops::Reshape(s, ops::Sub(s, ops::Rank(s, gathered), ops::Rank(s, ids)),
+                   grad::Int32s(s, {1})),
       1);
-  *mask = grad::Reshape(s, grad::GreaterEqual(s, ids, 0),
-                        grad::Concat(s, {grad::Shape(s, ids), ones}, 0));
-  return grad::Where(s, *mask, gathered, grad::ZerosLike(s, gathered));
+  *mask = ops::Reshape(s, ops::GreaterEqual(s, ids, 0),
+                       ops::ConcatV2(s, {ops::Shape(s, ids), ones}, 0));
+  return ops::SelectV2(s, *mask, gathered, ops::ZerosLike(s, gathered));
 }
 
 // y = max (min) over segments: the gradient goes to the elements equal to
@@ -85,15 +80,15 @@ Status UnsortedSegmentMinOrMaxGrad(const Scope& s, const Operation& op,
   Output positive;
   const Output gathered_y =
       GatherDropNegatives(s, op.output(0), ids, &positive);
-  const Output selected = grad::MakeOp(
-      s, "LogicalAnd", {grad::Equal(s, data, gathered_y), positive});
-  const Output num_selected = grad::UnsortedSegmentSum(
-      s, grad::Cast(s, selected, data.type()), ids, num);
+  const Output selected =
+      ops::LogicalAnd(s, ops::Equal(s, data, gathered_y), positive);
+  const Output num_selected =
+      ops::UnsortedSegmentSum(s, ops::Cast(s, selected, data.type()), ids, num);
   Output unused;
-  const Output gathered_dy =
-      GatherDropNegatives(s, grad::Div(s, dy[0], num_selected), ids, &unused);
+  const Output gathered_dy = GatherDropNegatives(
+      s, ops::RealDiv(s, dy[0], num_selected), ids, &unused);
   dx->push_back(
-      grad::Where(s, selected, gathered_dy, grad::ZerosLike(s, gathered_dy)));
+      ops::SelectV2(s, selected, gathered_dy, ops::ZerosLike(s, gathered_dy)));
   dx->push_back(NoGradient());
   dx->push_back(NoGradient());
   return s.status();
@@ -108,25 +103,25 @@ Status UnsortedSegmentProdGrad(const Scope& s, const Operation& op,
                                const Outputs& dy, Outputs* dx) {
   const Output data = op.input(0), ids = op.input(1), num = op.input(2);
   const DataType dt = data.type();
-  const Output is_zero = grad::Equal(s, data, grad::Scalar(s, 0, dt));
+  const Output is_zero = ops::Equal(s, data, grad::Scalar(s, 0, dt));
   const Output num_zeros =
-      grad::UnsortedSegmentSum(s, grad::Cast(s, is_zero, DT_INT32), ids, num);
-  const Output g = grad::Where(s, grad::Greater(s, num_zeros, 1),
-                               grad::ZerosLike(s, dy[0]), dy[0]);
+      ops::UnsortedSegmentSum(s, ops::Cast(s, is_zero, DT_INT32), ids, num);
+  const Output g = ops::SelectV2(s, ops::Greater(s, num_zeros, 1),
+                                 ops::ZerosLike(s, dy[0]), dy[0]);
   const Output non_zero_data =
-      grad::Where(s, is_zero, grad::OnesLike(s, data), data);
+      ops::SelectV2(s, is_zero, ops::OnesLike(s, data), data);
   const Output non_zero_prod =
-      grad::MakeOp(s, "UnsortedSegmentProd", {non_zero_data, ids, num});
-  const Output clipped = grad::Maximum(s, ids, 0);
-  const Output gathered_prod = grad::Gather(s, op.output(0), clipped, 0);
+      ops::UnsortedSegmentProd(s, non_zero_data, ids, num);
+  const Output clipped = ops::Maximum(s, ids, 0);
+  const Output gathered_prod = ops::GatherV2(s, op.output(0), clipped, 0);
   const Output gathered_non_zero_prod =
-      grad::Gather(s, non_zero_prod, clipped, 0);
+      ops::GatherV2(s, non_zero_prod, clipped, 0);
   const Output partial =
-      grad::Where(s, is_zero, gathered_non_zero_prod,
-                  grad::Div(s, gathered_prod, data));  // inf/nan unused.
+      ops::SelectV2(s, is_zero, gathered_non_zero_prod,
+                    ops::RealDiv(s, gathered_prod, data));  // inf/nan unused.
   Output unused;
   const Output gathered_g = GatherDropNegatives(s, g, ids, &unused);
-  dx->push_back(grad::Mul(s, gathered_g, partial));
+  dx->push_back(ops::Mul(s, gathered_g, partial));
   dx->push_back(NoGradient());
   dx->push_back(NoGradient());
   return s.status();
@@ -140,26 +135,28 @@ REGISTER_GRADIENT("UnsortedSegmentProd", UnsortedSegmentProdGrad);
 // SparseSegment<Kind>Grad(dy, idx, seg, rows(data)); its sparse form has
 // the rows values[i] = w_{seg[i]} * dy[seg[i]] at idx[i], i.e. the same
 // grad op with indices 0..n-1 and n output rows (a Gather for the sum).
+// `GradOp` is SparseSegment<Kind>Grad.
+template <typename GradOp>
 Status SparseSegmentGrad(const Scope& s, const Operation& op, const Outputs& dy,
-                         const std::string& kind, Outputs* dx) {
+                         Outputs* dx) {
   const Output data = op.input(0), indices = op.input(1), ids = op.input(2);
-  const std::string grad_op = "SparseSegment" + kind + "Grad";
   const Output rows =
-      grad::Reshape(s,
-                    grad::Slice(s, grad::Shape(s, data), grad::Int32s(s, {0}),
-                                grad::Int32s(s, {1})),
-                    grad::Int32s(s, {}));
-  const Output dense = grad::MakeOp(s, grad_op, {dy[0], indices, ids, rows});
+      ops::Reshape(s,
+                   ops::Slice(s, ops::Shape(s, data), grad::Int32s(s, {0}),
+                              grad::Int32s(s, {1})),
+                   grad::Int32s(s, {}));
+  const Output dense = GradOp(s, dy[0], indices, ids, rows);
   Output values;
-  if (kind == "Sum") {
-    values = grad::Gather(s, dy[0], ids, 0);
+  if constexpr (std::is_same_v<GradOp, ops::SparseSegmentSumGrad>) {
+    values = ops::GatherV2(s, dy[0], ids, 0);
   } else {
-    const Output n = grad::Size(s, indices);
-    values = grad::MakeOp(s, grad_op, {dy[0], grad::Range(s, 0, n, 1), ids, n});
+    const Output n = ops::Size(s, indices);
+    values = GradOp(s, dy[0], ops::Range(s, 0, n, 1), ids, n);
   }
   RETURN_IF_ERROR(s.status());
   RETURN_IF_ERROR(RecordSparseGradient(
-      dense, {values, indices, grad::Shape(s, data, DT_INT64)}));
+      dense,
+      {values, indices, ops::Shape(s, data, ops::Shape::OutType(DT_INT64))}));
   dx->push_back(dense);
   while (static_cast<int>(dx->size()) < op.num_inputs()) {
     dx->push_back(NoGradient());
@@ -169,38 +166,33 @@ Status SparseSegmentGrad(const Scope& s, const Operation& op, const Outputs& dy,
 
 // out[idx[i]] += w_{seg[i]} * grad[seg[i]] is linear in grad: d grad[s] =
 // w_s * sum over i with seg[i] == s of dy[idx[i]], the forward reduction
-// of dy with grad's row count as num_segments.
+// of dy with grad's row count as num_segments. `ReduceOp` is
+// SparseSegment<Kind>WithNumSegments.
+template <typename ReduceOp>
 Status SparseSegmentGradGrad(const Scope& s, const Operation& op,
-                             const Outputs& dy, const std::string& kind,
-                             Outputs* dx) {
+                             const Outputs& dy, Outputs* dx) {
   const Output grad_in = op.input(0);
   const Output segments =
-      grad::Reshape(s,
-                    grad::Slice(s, grad::Shape(s, grad_in),
-                                grad::Int32s(s, {0}), grad::Int32s(s, {1})),
-                    grad::Int32s(s, {}));
-  dx->push_back(grad::MakeOp(s, "SparseSegment" + kind + "WithNumSegments",
-                             {dy[0], op.input(1), op.input(2), segments}));
+      ops::Reshape(s,
+                   ops::Slice(s, ops::Shape(s, grad_in), grad::Int32s(s, {0}),
+                              grad::Int32s(s, {1})),
+                   grad::Int32s(s, {}));
+  dx->push_back(ReduceOp(s, dy[0], op.input(1), op.input(2), segments));
   for (int i = 1; i < 4; ++i) dx->push_back(NoGradient());
   return s.status();
 }
 
-#define RUNNEL_SPARSE_SEGMENT_GRADIENTS(KIND)                              \
-  REGISTER_GRADIENT(                                                       \
-      "SparseSegment" KIND,                                                \
-      [](const Scope& s, const Operation& op, const Outputs& dy,           \
-         Outputs* dx) { return SparseSegmentGrad(s, op, dy, KIND, dx); }); \
-  REGISTER_GRADIENT(                                                       \
-      "SparseSegment" KIND "WithNumSegments",                              \
-      [](const Scope& s, const Operation& op, const Outputs& dy,           \
-         Outputs* dx) { return SparseSegmentGrad(s, op, dy, KIND, dx); }); \
-  REGISTER_GRADIENT(                                                       \
-      "SparseSegment" KIND "Grad",                                         \
-      [](const Scope& s, const Operation& op, const Outputs& dy,           \
-         Outputs* dx) { return SparseSegmentGradGrad(s, op, dy, KIND, dx); })
-RUNNEL_SPARSE_SEGMENT_GRADIENTS("Sum");
-RUNNEL_SPARSE_SEGMENT_GRADIENTS("Mean");
-RUNNEL_SPARSE_SEGMENT_GRADIENTS("SqrtN");
+#define RUNNEL_SPARSE_SEGMENT_GRADIENTS(KIND)                           \
+  REGISTER_GRADIENT("SparseSegment" #KIND,                              \
+                    SparseSegmentGrad<ops::SparseSegment##KIND##Grad>); \
+  REGISTER_GRADIENT("SparseSegment" #KIND "WithNumSegments",            \
+                    SparseSegmentGrad<ops::SparseSegment##KIND##Grad>); \
+  REGISTER_GRADIENT(                                                    \
+      "SparseSegment" #KIND "Grad",                                     \
+      SparseSegmentGradGrad<ops::SparseSegment##KIND##WithNumSegments>)
+RUNNEL_SPARSE_SEGMENT_GRADIENTS(Sum);
+RUNNEL_SPARSE_SEGMENT_GRADIENTS(Mean);
+RUNNEL_SPARSE_SEGMENT_GRADIENTS(SqrtN);
 #undef RUNNEL_SPARSE_SEGMENT_GRADIENTS
 
 // ---------------------------------------------------------------------------

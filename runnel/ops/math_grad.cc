@@ -7,15 +7,10 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
-
-using grad::Add;
-using grad::Div;
-using grad::Mul;
-using grad::Neg;
-using grad::Sub;
 
 using Outputs = std::vector<Output>;
 
@@ -34,8 +29,8 @@ REGISTER_GRADIENT("AddV2", AddGrad);
 // z = x - y: dx = dz, dy = -dz.
 Status SubGrad(const Scope& s, const Operation& op, const Outputs& dz,
                Outputs* dx) {
-  grad::ReduceForBroadcast(s, op.input(0), op.input(1), dz[0], Neg(s, dz[0]),
-                           dx);
+  grad::ReduceForBroadcast(s, op.input(0), op.input(1), dz[0],
+                           ops::Neg(s, dz[0]), dx);
   return s.status();
 }
 REGISTER_GRADIENT("Sub", SubGrad);
@@ -44,7 +39,8 @@ REGISTER_GRADIENT("Sub", SubGrad);
 Status MulGrad(const Scope& s, const Operation& op, const Outputs& dz,
                Outputs* dx) {
   const Output x = op.input(0), y = op.input(1);
-  grad::ReduceForBroadcast(s, x, y, Mul(s, dz[0], y), Mul(s, x, dz[0]), dx);
+  grad::ReduceForBroadcast(s, x, y, ops::Mul(s, dz[0], y),
+                           ops::Mul(s, x, dz[0]), dx);
   return s.status();
 }
 REGISTER_GRADIENT("Mul", MulGrad);
@@ -53,8 +49,11 @@ REGISTER_GRADIENT("Mul", MulGrad);
 Status DivGrad(const Scope& s, const Operation& op, const Outputs& dz,
                Outputs* dx) {
   const Output x = op.input(0), y = op.input(1);
-  grad::ReduceForBroadcast(s, x, y, Div(s, dz[0], y),
-                           Mul(s, dz[0], Div(s, Div(s, Neg(s, x), y), y)), dx);
+  grad::ReduceForBroadcast(
+      s, x, y, ops::RealDiv(s, dz[0], y),
+      ops::Mul(s, dz[0],
+               ops::RealDiv(s, ops::RealDiv(s, ops::Neg(s, x), y), y)),
+      dx);
   return s.status();
 }
 REGISTER_GRADIENT("Div", DivGrad);
@@ -66,8 +65,9 @@ REGISTER_NO_GRADIENT("FloorDiv", "piecewise constant (an integer quotient)");
 Status FloorModGrad(const Scope& s, const Operation& op, const Outputs& dz,
                     Outputs* dx) {
   const Output x = op.input(0), y = op.input(1);
-  const Output q = grad::FloorDiv(s, x, y);
-  grad::ReduceForBroadcast(s, x, y, dz[0], Mul(s, dz[0], Neg(s, q)), dx);
+  const Output q = ops::FloorDiv(s, x, y);
+  grad::ReduceForBroadcast(s, x, y, dz[0], ops::Mul(s, dz[0], ops::Neg(s, q)),
+                           dx);
   return s.status();
 }
 REGISTER_GRADIENT("FloorMod", FloorModGrad);
@@ -77,9 +77,9 @@ REGISTER_GRADIENT("FloorMod", FloorModGrad);
 Status MaximumGrad(const Scope& s, const Operation& op, const Outputs& dz,
                    Outputs* dx) {
   const Output x = op.input(0), y = op.input(1);
-  const Output x_wins = grad::GreaterEqual(s, x, y);
-  grad::ReduceForBroadcast(s, x, y, grad::Where(s, x_wins, dz[0], 0),
-                           grad::Where(s, x_wins, 0, dz[0]), dx);
+  const Output x_wins = ops::GreaterEqual(s, x, y);
+  grad::ReduceForBroadcast(s, x, y, ops::SelectV2(s, x_wins, dz[0], 0),
+                           ops::SelectV2(s, x_wins, 0, dz[0]), dx);
   return s.status();
 }
 REGISTER_GRADIENT("Maximum", MaximumGrad);
@@ -88,9 +88,9 @@ REGISTER_GRADIENT("Maximum", MaximumGrad);
 Status MinimumGrad(const Scope& s, const Operation& op, const Outputs& dz,
                    Outputs* dx) {
   const Output x = op.input(0), y = op.input(1);
-  const Output x_wins = grad::LessEqual(s, x, y);
-  grad::ReduceForBroadcast(s, x, y, grad::Where(s, x_wins, dz[0], 0),
-                           grad::Where(s, x_wins, 0, dz[0]), dx);
+  const Output x_wins = ops::LessEqual(s, x, y);
+  grad::ReduceForBroadcast(s, x, y, ops::SelectV2(s, x_wins, dz[0], 0),
+                           ops::SelectV2(s, x_wins, 0, dz[0]), dx);
   return s.status();
 }
 REGISTER_GRADIENT("Minimum", MinimumGrad);
@@ -100,11 +100,12 @@ REGISTER_GRADIENT("Minimum", MinimumGrad);
 Status PowGrad(const Scope& s, const Operation& op, const Outputs& dz,
                Outputs* dx) {
   const Output x = op.input(0), y = op.input(1), z = op.output(0);
-  const Output gx = Mul(s, dz[0], Mul(s, y, grad::Pow(s, x, Sub(s, y, 1))));
-  const Output positive = grad::Greater(s, x, 0);
-  const Output safe_x = grad::Where(s, positive, x, 1);
-  const Output log_x = grad::Where(s, positive, grad::Log(s, safe_x), 0);
-  const Output gy = Mul(s, dz[0], Mul(s, z, log_x));
+  const Output gx =
+      ops::Mul(s, dz[0], ops::Mul(s, y, ops::Pow(s, x, ops::Sub(s, y, 1))));
+  const Output positive = ops::Greater(s, x, 0);
+  const Output safe_x = ops::SelectV2(s, positive, x, 1);
+  const Output log_x = ops::SelectV2(s, positive, ops::Log(s, safe_x), 0);
+  const Output gy = ops::Mul(s, dz[0], ops::Mul(s, z, log_x));
   grad::ReduceForBroadcast(s, x, y, gx, gy, dx);
   return s.status();
 }
@@ -114,8 +115,8 @@ REGISTER_GRADIENT("Pow", PowGrad);
 Status SquaredDifferenceGrad(const Scope& s, const Operation& op,
                              const Outputs& dz, Outputs* dx) {
   const Output x = op.input(0), y = op.input(1);
-  const Output gx = Mul(s, Mul(s, dz[0], 2), Sub(s, x, y));
-  grad::ReduceForBroadcast(s, x, y, gx, Neg(s, gx), dx);
+  const Output gx = ops::Mul(s, ops::Mul(s, dz[0], 2), ops::Sub(s, x, y));
+  grad::ReduceForBroadcast(s, x, y, gx, ops::Neg(s, gx), dx);
   return s.status();
 }
 REGISTER_GRADIENT("SquaredDifference", SquaredDifferenceGrad);
@@ -126,7 +127,7 @@ REGISTER_GRADIENT("SquaredDifference", SquaredDifferenceGrad);
 // y = -x: dx = -dy.
 Status NegGrad(const Scope& s, const Operation& op, const Outputs& dy,
                Outputs* dx) {
-  dx->push_back(Neg(s, dy[0]));
+  dx->push_back(ops::Neg(s, dy[0]));
   return s.status();
 }
 REGISTER_GRADIENT("Neg", NegGrad);
@@ -134,7 +135,7 @@ REGISTER_GRADIENT("Neg", NegGrad);
 // y = |x|: dx = dy * sign(x).
 Status AbsGrad(const Scope& s, const Operation& op, const Outputs& dy,
                Outputs* dx) {
-  dx->push_back(Mul(s, dy[0], grad::Sign(s, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], ops::Sign(s, op.input(0))));
   return s.status();
 }
 REGISTER_GRADIENT("Abs", AbsGrad);
@@ -142,7 +143,7 @@ REGISTER_GRADIENT("Abs", AbsGrad);
 // y = x^2: dx = dy * 2x.
 Status SquareGrad(const Scope& s, const Operation& op, const Outputs& dy,
                   Outputs* dx) {
-  dx->push_back(Mul(s, dy[0], Mul(s, 2, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], ops::Mul(s, 2, op.input(0))));
   return s.status();
 }
 REGISTER_GRADIENT("Square", SquareGrad);
@@ -150,7 +151,7 @@ REGISTER_GRADIENT("Square", SquareGrad);
 // y = sqrt(x): dx = dy * 0.5 / y.
 Status SqrtGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
-  dx->push_back(Div(s, Mul(s, dy[0], 0.5), op.output(0)));
+  dx->push_back(ops::RealDiv(s, ops::Mul(s, dy[0], 0.5), op.output(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Sqrt", SqrtGrad);
@@ -159,8 +160,8 @@ REGISTER_GRADIENT("Sqrt", SqrtGrad);
 Status RsqrtGrad(const Scope& s, const Operation& op, const Outputs& dy,
                  Outputs* dx) {
   const Output y = op.output(0);
-  const Output y3 = Mul(s, grad::Square(s, y), y);
-  dx->push_back(Mul(s, Mul(s, dy[0], -0.5), y3));
+  const Output y3 = ops::Mul(s, ops::Square(s, y), y);
+  dx->push_back(ops::Mul(s, ops::Mul(s, dy[0], -0.5), y3));
   return s.status();
 }
 REGISTER_GRADIENT("Rsqrt", RsqrtGrad);
@@ -168,7 +169,7 @@ REGISTER_GRADIENT("Rsqrt", RsqrtGrad);
 // y = e^x: dx = dy * y.
 Status ExpGrad(const Scope& s, const Operation& op, const Outputs& dy,
                Outputs* dx) {
-  dx->push_back(Mul(s, dy[0], op.output(0)));
+  dx->push_back(ops::Mul(s, dy[0], op.output(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Exp", ExpGrad);
@@ -176,7 +177,7 @@ REGISTER_GRADIENT("Exp", ExpGrad);
 // y = log(x): dx = dy / x.
 Status LogGrad(const Scope& s, const Operation& op, const Outputs& dy,
                Outputs* dx) {
-  dx->push_back(Mul(s, dy[0], grad::Reciprocal(s, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], ops::Reciprocal(s, op.input(0))));
   return s.status();
 }
 REGISTER_GRADIENT("Log", LogGrad);
@@ -184,7 +185,7 @@ REGISTER_GRADIENT("Log", LogGrad);
 // y = log(1 + x): dx = dy / (1 + x).
 Status Log1pGrad(const Scope& s, const Operation& op, const Outputs& dy,
                  Outputs* dx) {
-  dx->push_back(Div(s, dy[0], Add(s, 1, op.input(0))));
+  dx->push_back(ops::RealDiv(s, dy[0], ops::AddV2(s, 1, op.input(0))));
   return s.status();
 }
 REGISTER_GRADIENT("Log1p", Log1pGrad);
@@ -192,7 +193,7 @@ REGISTER_GRADIENT("Log1p", Log1pGrad);
 // y = tanh(x): dx = dy * (1 - y^2), by the TanhGrad kernel.
 Status TanhGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
-  dx->push_back(grad::MakeOp(s, "TanhGrad", {op.output(0), dy[0]}));
+  dx->push_back(ops::TanhGrad(s, op.output(0), dy[0]));
   return s.status();
 }
 REGISTER_GRADIENT("Tanh", TanhGrad);
@@ -200,7 +201,7 @@ REGISTER_GRADIENT("Tanh", TanhGrad);
 // y = sigmoid(x): dx = dy * y * (1 - y), by the SigmoidGrad kernel.
 Status SigmoidGrad(const Scope& s, const Operation& op, const Outputs& dy,
                    Outputs* dx) {
-  dx->push_back(grad::MakeOp(s, "SigmoidGrad", {op.output(0), dy[0]}));
+  dx->push_back(ops::SigmoidGrad(s, op.output(0), dy[0]));
   return s.status();
 }
 REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
@@ -208,7 +209,7 @@ REGISTER_GRADIENT("Sigmoid", SigmoidGrad);
 // y = 1 / x: dx = -dy * y^2.
 Status ReciprocalGrad(const Scope& s, const Operation& op, const Outputs& dy,
                       Outputs* dx) {
-  dx->push_back(Neg(s, Mul(s, dy[0], grad::Square(s, op.output(0)))));
+  dx->push_back(ops::Neg(s, ops::Mul(s, dy[0], ops::Square(s, op.output(0)))));
   return s.status();
 }
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
@@ -241,10 +242,10 @@ REGISTER_NO_GRADIENT("BroadcastGradientArgs",
 Status SelectGrad(const Scope& s, const Operation& op, const Outputs& dy,
                   Outputs* dx) {
   const Output c = op.input(0);
-  const Output zeros = grad::ZerosLike(s, dy[0]);
+  const Output zeros = ops::ZerosLike(s, dy[0]);
   dx->push_back(NoGradient());
-  dx->push_back(grad::MakeOp(s, "Select", {c, dy[0], zeros}));
-  dx->push_back(grad::MakeOp(s, "Select", {c, zeros, dy[0]}));
+  dx->push_back(ops::Select(s, c, dy[0], zeros));
+  dx->push_back(ops::Select(s, c, zeros, dy[0]));
   return s.status();
 }
 REGISTER_GRADIENT("Select", SelectGrad);
@@ -254,11 +255,10 @@ Output ReduceTo(const Scope& s, const Output& g, const Output& x,
                 const Output& out) {
   const PartialTensorShape sx = s.GetShape(x), so = s.GetShape(out);
   if (sx.IsFullyDefined() && sx == so) return g;
-  const Output shape_x = grad::Shape(s, x);
-  const Operation r = grad::MakeOperation(s, "BroadcastGradientArgs",
-                                          {shape_x, grad::Shape(s, out)});
-  if (r.node() == nullptr) return Output();
-  return grad::Reshape(s, grad::Sum(s, g, r.output(0)), shape_x);
+  const Output shape_x = ops::Shape(s, x);
+  const ops::BroadcastGradientArgs r(s, shape_x, ops::Shape(s, out));
+  if (!s.ok()) return Output();
+  return ops::Reshape(s, ops::Sum(s, g, r.r0), shape_x);
 }
 
 // SelectV2 broadcasts all three inputs: each gradient is reduced to its
@@ -267,8 +267,8 @@ Status SelectV2Grad(const Scope& s, const Operation& op, const Outputs& dy,
                     Outputs* dx) {
   const Output c = op.input(0), out = op.output(0);
   dx->push_back(NoGradient());
-  dx->push_back(ReduceTo(s, grad::Where(s, c, dy[0], 0), op.input(1), out));
-  dx->push_back(ReduceTo(s, grad::Where(s, c, 0, dy[0]), op.input(2), out));
+  dx->push_back(ReduceTo(s, ops::SelectV2(s, c, dy[0], 0), op.input(1), out));
+  dx->push_back(ReduceTo(s, ops::SelectV2(s, c, 0, dy[0]), op.input(2), out));
   return s.status();
 }
 REGISTER_GRADIENT("SelectV2", SelectV2Grad);
@@ -283,7 +283,7 @@ Status CastGrad(const Scope& s, const Operation& op, const Outputs& dy,
     dx->push_back(NoGradient());
     return s.status();
   }
-  dx->push_back(grad::Cast(s, dy[0], src));
+  dx->push_back(ops::Cast(s, dy[0], src));
   return s.status();
 }
 REGISTER_GRADIENT("Cast", CastGrad);

@@ -3,6 +3,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -22,18 +23,19 @@ Status MatMulGrad(const Scope& s, const Operation& op, const Outputs& dz,
                   Outputs* dx) {
   const bool ta = BoolAttr(op, "transpose_a"), tb = BoolAttr(op, "transpose_b");
   const Output a = op.input(0), b = op.input(1), g = dz[0];
+  using T = ops::MatMul;
   if (!ta && !tb) {
-    dx->push_back(grad::MatMul(s, g, b, false, true));
-    dx->push_back(grad::MatMul(s, a, g, true, false));
+    dx->push_back(ops::MatMul(s, g, b, T::TransposeB(true)));
+    dx->push_back(ops::MatMul(s, a, g, T::TransposeA(true)));
   } else if (!ta && tb) {
-    dx->push_back(grad::MatMul(s, g, b, false, false));
-    dx->push_back(grad::MatMul(s, g, a, true, false));
+    dx->push_back(ops::MatMul(s, g, b));
+    dx->push_back(ops::MatMul(s, g, a, T::TransposeA(true)));
   } else if (ta && !tb) {
-    dx->push_back(grad::MatMul(s, b, g, false, true));
-    dx->push_back(grad::MatMul(s, a, g, false, false));
+    dx->push_back(ops::MatMul(s, b, g, T::TransposeB(true)));
+    dx->push_back(ops::MatMul(s, a, g));
   } else {
-    dx->push_back(grad::MatMul(s, b, g, true, true));
-    dx->push_back(grad::MatMul(s, g, a, true, true));
+    dx->push_back(ops::MatMul(s, b, g, T::TransposeA(true).TransposeB(true)));
+    dx->push_back(ops::MatMul(s, g, a, T::TransposeA(true).TransposeB(true)));
   }
   return s.status();
 }
@@ -41,16 +43,14 @@ REGISTER_GRADIENT("MatMul", MatMulGrad);
 
 Output BatchMatMul(const Scope& s, const Output& x, const Output& y, bool adj_x,
                    bool adj_y) {
-  return grad::MakeOp(
-      s, "BatchMatMulV2", {x, y},
-      {{"adj_x", MakeAttrValue(adj_x)}, {"adj_y", MakeAttrValue(adj_y)}});
+  return ops::BatchMatMulV2(s, x, y,
+                            ops::BatchMatMulV2::AdjX(adj_x).AdjY(adj_y));
 }
 
 // The batch dimensions of x's shape (all but the last two).
 Output BatchShape(const Scope& s, const Output& x) {
-  return grad::MakeOp(s, "StridedSlice",
-                      {grad::Shape(s, x), grad::Int32s(s, {0}),
-                       grad::Int32s(s, {-2}), grad::Int32s(s, {1})});
+  return ops::StridedSlice(s, ops::Shape(s, x), grad::Int32s(s, {0}),
+                           grad::Int32s(s, {-2}), grad::Int32s(s, {1}));
 }
 
 // Like MatMul per batch element; the batch dimensions broadcast, so each
@@ -86,13 +86,10 @@ Status BatchMatMulV2Grad(const Scope& s, const Operation& op, const Outputs& dz,
       return s.status();
     }
   }
-  const Operation r = grad::MakeOperation(s, "BroadcastGradientArgs",
-                                          {BatchShape(s, x), BatchShape(s, y)});
-  if (r.node() == nullptr) return s.status();
-  dx->push_back(
-      grad::Reshape(s, grad::Sum(s, gx, r.output(0)), grad::Shape(s, x)));
-  dx->push_back(
-      grad::Reshape(s, grad::Sum(s, gy, r.output(1)), grad::Shape(s, y)));
+  const ops::BroadcastGradientArgs r(s, BatchShape(s, x), BatchShape(s, y));
+  if (!s.ok()) return s.status();
+  dx->push_back(ops::Reshape(s, ops::Sum(s, gx, r.r0), ops::Shape(s, x)));
+  dx->push_back(ops::Reshape(s, ops::Sum(s, gy, r.r1), ops::Shape(s, y)));
   return s.status();
 }
 REGISTER_GRADIENT("BatchMatMulV2", BatchMatMulV2Grad);

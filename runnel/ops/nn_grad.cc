@@ -5,6 +5,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -14,7 +15,7 @@ using Outputs = std::vector<Output>;
 // y = max(x, 0): dx = dy * (y > 0).
 Status ReluGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
-  dx->push_back(grad::MakeOp(s, "ReluGrad", {dy[0], op.output(0)}));
+  dx->push_back(ops::ReluGrad(s, dy[0], op.output(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Relu", ReluGrad);
@@ -22,7 +23,7 @@ REGISTER_GRADIENT("Relu", ReluGrad);
 // y = min(max(x, 0), 6): dx = dy * (0 < y < 6).
 Status Relu6Grad(const Scope& s, const Operation& op, const Outputs& dy,
                  Outputs* dx) {
-  dx->push_back(grad::MakeOp(s, "Relu6Grad", {dy[0], op.output(0)}));
+  dx->push_back(ops::Relu6Grad(s, dy[0], op.output(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Relu6", Relu6Grad);
@@ -30,7 +31,7 @@ REGISTER_GRADIENT("Relu6", Relu6Grad);
 // y = x < 0 ? e^x - 1 : x: dx = dy * (y + 1) where y < 0, else dy.
 Status EluGrad(const Scope& s, const Operation& op, const Outputs& dy,
                Outputs* dx) {
-  dx->push_back(grad::MakeOp(s, "EluGrad", {dy[0], op.output(0)}));
+  dx->push_back(ops::EluGrad(s, dy[0], op.output(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Elu", EluGrad);
@@ -38,7 +39,7 @@ REGISTER_GRADIENT("Elu", EluGrad);
 // y = log(1 + e^x): dx = dy * sigmoid(x).
 Status SoftplusGrad(const Scope& s, const Operation& op, const Outputs& dy,
                     Outputs* dx) {
-  dx->push_back(grad::MakeOp(s, "SoftplusGrad", {dy[0], op.input(0)}));
+  dx->push_back(ops::SoftplusGrad(s, dy[0], op.input(0)));
   return s.status();
 }
 REGISTER_GRADIENT("Softplus", SoftplusGrad);
@@ -47,8 +48,9 @@ REGISTER_GRADIENT("Softplus", SoftplusGrad);
 Status SoftmaxGrad(const Scope& s, const Operation& op, const Outputs& dy,
                    Outputs* dx) {
   const Output y = op.output(0);
-  const Output dot = grad::Sum(s, grad::Mul(s, dy[0], y), -1, true);
-  dx->push_back(grad::Mul(s, grad::Sub(s, dy[0], dot), y));
+  const Output dot =
+      ops::Sum(s, ops::Mul(s, dy[0], y), -1, ops::Sum::KeepDims(true));
+  dx->push_back(ops::Mul(s, ops::Sub(s, dy[0], dot), y));
   return s.status();
 }
 REGISTER_GRADIENT("Softmax", SoftmaxGrad);
@@ -56,9 +58,9 @@ REGISTER_GRADIENT("Softmax", SoftmaxGrad);
 // y = x - logsumexp(x): dx = dy - sum(dy) * softmax(x), softmax = e^y.
 Status LogSoftmaxGrad(const Scope& s, const Operation& op, const Outputs& dy,
                       Outputs* dx) {
-  const Output softmax = grad::Exp(s, op.output(0));
-  const Output total = grad::Sum(s, dy[0], -1, true);
-  dx->push_back(grad::Sub(s, dy[0], grad::Mul(s, total, softmax)));
+  const Output softmax = ops::Exp(s, op.output(0));
+  const Output total = ops::Sum(s, dy[0], -1, ops::Sum::KeepDims(true));
+  dx->push_back(ops::Sub(s, dy[0], ops::Mul(s, total, softmax)));
   return s.status();
 }
 REGISTER_GRADIENT("LogSoftmax", LogSoftmaxGrad);
@@ -70,8 +72,8 @@ Status BiasAddGrad(const Scope& s, const Operation& op, const Outputs& dy,
   std::string format;
   RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "data_format", &format));
   dx->push_back(dy[0]);
-  dx->push_back(grad::MakeOp(s, "BiasAddGrad", {dy[0]},
-                             {{"data_format", MakeAttrValue(format)}}));
+  dx->push_back(
+      ops::BiasAddGrad(s, dy[0], ops::BiasAddGrad::DataFormat(format)));
   return s.status();
 }
 REGISTER_GRADIENT("BiasAdd", BiasAddGrad);

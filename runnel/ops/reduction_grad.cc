@@ -8,6 +8,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -31,17 +32,14 @@ Output KeptShape(const Scope& s, const Output& x, const Output& axes) {
     }
     if (valid) return grad::Int32s(s, kept);
   }
-  const Output input_shape = grad::Shape(s, x);
-  const Output rank = grad::Size(s, input_shape);
-  Output a = axes.type() == DT_INT32 ? axes : grad::Cast(s, axes, DT_INT32);
-  a = grad::Reshape(s, a, grad::Int32s(s, {-1}));
-  a = grad::FloorMod(s, grad::Add(s, a, rank), rank);
-  const Output ones = grad::Fill(s, grad::Shape(s, a), 1);
-  Operation stitch =
-      grad::MakeOperationWithLists(s, "DynamicStitch",
-                                   {InputList({grad::Range(s, 0, rank, 1), a}),
-                                    InputList({input_shape, ones})});
-  return stitch.node() == nullptr ? Output() : stitch.output(0);
+  const Output input_shape = ops::Shape(s, x);
+  const Output rank = ops::Size(s, input_shape);
+  Output a = axes.type() == DT_INT32 ? axes : ops::Cast(s, axes, DT_INT32);
+  a = ops::Reshape(s, a, grad::Int32s(s, {-1}));
+  a = ops::FloorMod(s, ops::AddV2(s, a, rank), rank);
+  const Output ones = ops::Fill(s, ops::Shape(s, a), 1);
+  return ops::DynamicStitch(s, {ops::Range(s, 0, rank, 1), a},
+                            {input_shape, ones});
 }
 
 // dy (of the reduced shape) repeated over the reduced dimensions of x.
@@ -49,8 +47,8 @@ Output SpreadOverReduced(const Scope& s, const Output& x, const Output& axes,
                          const Output& dy) {
   const Output kept = KeptShape(s, x, axes);
   const Output multiples =
-      grad::FloorDiv(s, grad::Shape(s, x), grad::Maximum(s, kept, 1));
-  return grad::Tile(s, grad::Reshape(s, dy, kept), multiples);
+      ops::FloorDiv(s, ops::Shape(s, x), ops::Maximum(s, kept, 1));
+  return ops::Tile(s, ops::Reshape(s, dy, kept), multiples);
 }
 
 // y = sum(x, axes): dx = dy broadcast over the reduced dims.
@@ -75,12 +73,12 @@ Status MeanGrad(const Scope& s, const Operation& op, const Outputs& dy,
                   m = std::max<int64_t>(sy.num_elements(), 1);
     factor = grad::Scalar(s, static_cast<double>(n / m), x.type());
   } else {
-    const Output n = grad::Prod(s, grad::Shape(s, x), 0);
-    const Output m = grad::Prod(s, grad::Shape(s, y), 0);
-    factor = grad::Cast(s, grad::FloorDiv(s, n, grad::Maximum(s, m, 1)),
-                        BaseType(x.type()));
+    const Output n = ops::Prod(s, ops::Shape(s, x), 0);
+    const Output m = ops::Prod(s, ops::Shape(s, y), 0);
+    factor = ops::Cast(s, ops::FloorDiv(s, n, ops::Maximum(s, m, 1)),
+                       BaseType(x.type()));
   }
-  dx->push_back(grad::Div(s, spread, factor));
+  dx->push_back(ops::RealDiv(s, spread, factor));
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -92,11 +90,11 @@ Status MinOrMaxGrad(const Scope& s, const Operation& op, const Outputs& dy,
                     Outputs* dx) {
   const Output x = op.input(0), axes = op.input(1);
   const Output kept = KeptShape(s, x, axes);
-  const Output y = grad::Reshape(s, op.output(0), kept);
-  const Output g = grad::Reshape(s, dy[0], kept);
-  const Output hits = grad::Cast(s, grad::Equal(s, y, x), BaseType(x.type()));
-  const Output count = grad::Sum(s, hits, axes, /*keep_dims=*/true);
-  dx->push_back(grad::Mul(s, grad::Div(s, hits, count), g));
+  const Output y = ops::Reshape(s, op.output(0), kept);
+  const Output g = ops::Reshape(s, dy[0], kept);
+  const Output hits = ops::Cast(s, ops::Equal(s, y, x), BaseType(x.type()));
+  const Output count = ops::Sum(s, hits, axes, ops::Sum::KeepDims(true));
+  dx->push_back(ops::Mul(s, ops::RealDiv(s, hits, count), g));
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -110,18 +108,19 @@ Status ProdGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
   const Output x = op.input(0), axes = op.input(1);
   const DataType t = BaseType(x.type());
-  const Output is_zero = grad::Equal(s, x, 0);
+  const Output is_zero = ops::Equal(s, x, 0);
   const Output zeros_in_group =
-      grad::Sum(s, grad::Cast(s, is_zero, t), axes, /*keep_dims=*/true);
-  const Output safe_x = grad::Where(s, is_zero, 1, x);
-  const Output prod_nonzero = grad::Prod(s, safe_x, axes, /*keep_dims=*/true);
-  const Output g = grad::Reshape(s, dy[0], grad::Shape(s, prod_nonzero));
-  const Output if_no_zero = grad::Div(s, prod_nonzero, safe_x);
-  const Output if_one_zero = grad::Where(s, is_zero, prod_nonzero, 0);
-  const Output d = grad::Where(
-      s, grad::Equal(s, zeros_in_group, 0), if_no_zero,
-      grad::Where(s, grad::Equal(s, zeros_in_group, 1), if_one_zero, 0));
-  dx->push_back(grad::Mul(s, d, g));
+      ops::Sum(s, ops::Cast(s, is_zero, t), axes, ops::Sum::KeepDims(true));
+  const Output safe_x = ops::SelectV2(s, is_zero, 1, x);
+  const Output prod_nonzero =
+      ops::Prod(s, safe_x, axes, ops::Prod::KeepDims(true));
+  const Output g = ops::Reshape(s, dy[0], ops::Shape(s, prod_nonzero));
+  const Output if_no_zero = ops::RealDiv(s, prod_nonzero, safe_x);
+  const Output if_one_zero = ops::SelectV2(s, is_zero, prod_nonzero, 0);
+  const Output d = ops::SelectV2(
+      s, ops::Equal(s, zeros_in_group, 0), if_no_zero,
+      ops::SelectV2(s, ops::Equal(s, zeros_in_group, 1), if_one_zero, 0));
+  dx->push_back(ops::Mul(s, d, g));
   dx->push_back(NoGradient());
   return s.status();
 }

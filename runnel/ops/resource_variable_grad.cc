@@ -4,6 +4,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -30,8 +31,8 @@ Status ResourceGatherGrad(const Scope& s, const Operation& op,
         "the gradient of ResourceGather with batch_dims = ", batch_dims,
         " is not implemented (node '", op.name(), "')");
   }
-  const Output shape = grad::MakeOp(s, "VariableShape", {op.input(0)},
-                                    {{"out_type", MakeAttrValue(DT_INT64)}});
+  const Output shape =
+      ops::VariableShape(s, op.input(0), ops::VariableShape::OutType(DT_INT64));
   dx->push_back(grad::GatherRowsGradient(s, shape, op.input(1), dy[0]));
   dx->push_back(NoGradient());
   return s.status();

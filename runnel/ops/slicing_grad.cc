@@ -8,6 +8,7 @@
 
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -20,10 +21,11 @@ Status SliceGrad(const Scope& s, const Operation& op, const Outputs& dy,
                  Outputs* dx) {
   const Output x = op.input(0), begin = op.input(1);
   const DataType index = begin.type();
-  const Output end = grad::Add(s, begin, grad::Shape(s, op.output(0), index));
-  dx->push_back(grad::MakeOp(
-      s, "StridedSliceGrad",
-      {grad::Shape(s, x, index), begin, end, grad::OnesLike(s, begin), dy[0]}));
+  const Output end = ops::AddV2(
+      s, begin, ops::Shape(s, op.output(0), ops::Shape::OutType(index)));
+  dx->push_back(
+      ops::StridedSliceGrad(s, ops::Shape(s, x, ops::Shape::OutType(index)),
+                            begin, end, ops::OnesLike(s, begin), dy[0]));
   dx->push_back(NoGradient());
   dx->push_back(NoGradient());
   return s.status();
@@ -33,10 +35,10 @@ REGISTER_GRADIENT("Slice", SliceGrad);
 Status StridedSliceGrad(const Scope& s, const Operation& op, const Outputs& dy,
                         Outputs* dx) {
   const Output x = op.input(0);
-  dx->push_back(grad::MakeOp(s, "StridedSliceGrad",
-                             {grad::Shape(s, x, op.input(1).type()),
-                              op.input(1), op.input(2), op.input(3), dy[0]},
-                             grad::SharedAttrs(op, "StridedSliceGrad")));
+  dx->push_back(ops::StridedSliceGrad(
+      s, ops::Shape(s, x, ops::Shape::OutType(op.input(1).type())), op.input(1),
+      op.input(2), op.input(3), dy[0],
+      grad::SharedAttrsOf<ops::StridedSliceGrad>(op)));
   for (int i = 0; i < 3; ++i) dx->push_back(NoGradient());
   return s.status();
 }
@@ -46,7 +48,7 @@ REGISTER_GRADIENT("StridedSlice", StridedSliceGrad);
 Status TransposeGrad(const Scope& s, const Operation& op, const Outputs& dy,
                      Outputs* dx) {
   dx->push_back(
-      grad::Transpose(s, dy[0], grad::InvertPermutation(s, op.input(1))));
+      ops::Transpose(s, dy[0], grad::InvertPermutation(s, op.input(1))));
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -56,12 +58,13 @@ REGISTER_GRADIENT("Transpose", TransposeGrad);
 Status TileGrad(const Scope& s, const Operation& op, const Outputs& dy,
                 Outputs* dx) {
   const Output multiples = op.input(1);
-  const Output shape = grad::Shape(s, op.input(0), multiples.type());
-  const Output pairs = grad::Transpose(s, grad::Pack(s, {multiples, shape}),
-                                       grad::Int32s(s, {1, 0}));
-  const Output split_shape = grad::Reshape(s, pairs, grad::Int32s(s, {-1}));
-  const Output axes = grad::Range(s, 0, grad::Size(s, split_shape), 2);
-  dx->push_back(grad::Sum(s, grad::Reshape(s, dy[0], split_shape), axes));
+  const Output shape =
+      ops::Shape(s, op.input(0), ops::Shape::OutType(multiples.type()));
+  const Output pairs = ops::Transpose(s, ops::Pack(s, {multiples, shape}),
+                                      grad::Int32s(s, {1, 0}));
+  const Output split_shape = ops::Reshape(s, pairs, grad::Int32s(s, {-1}));
+  const Output axes = ops::Range(s, 0, ops::Size(s, split_shape), 2);
+  dx->push_back(ops::Sum(s, ops::Reshape(s, dy[0], split_shape), axes));
   dx->push_back(NoGradient());
   return s.status();
 }
@@ -89,33 +92,34 @@ Status CheckBatchDims(const Operation& op) {
 Output GatherAxisGrad(const Scope& s, const Output& params,
                       const Output& indices, const Output& axis,
                       const Output& dy) {
-  const Output shape = grad::Shape(s, params, DT_INT64);
-  const Output rank = grad::Cast(s, grad::Rank(s, params), DT_INT64);
-  const Output a = grad::FloorMod(s, grad::Cast(s, axis, DT_INT64), rank);
-  const Output a1 = grad::Reshape(s, a, grad::Int32s(s, {1}));
-  const Output a_plus_1 = grad::Add(s, a, 1);
-  const Output outer = grad::Slice(s, shape, Int64s(s, {0}), a1);
+  const Output shape = ops::Shape(s, params, ops::Shape::OutType(DT_INT64));
+  const Output rank = ops::Cast(s, ops::Rank(s, params), DT_INT64);
+  const Output a = ops::FloorMod(s, ops::Cast(s, axis, DT_INT64), rank);
+  const Output a1 = ops::Reshape(s, a, grad::Int32s(s, {1}));
+  const Output a_plus_1 = ops::AddV2(s, a, 1);
+  const Output outer = ops::Slice(s, shape, Int64s(s, {0}), a1);
   const Output inner =
-      grad::Slice(s, shape, grad::Reshape(s, a_plus_1, grad::Int32s(s, {1})),
-                  Int64s(s, {-1}));
+      ops::Slice(s, shape, ops::Reshape(s, a_plus_1, grad::Int32s(s, {1})),
+                 Int64s(s, {-1}));
   const Output n =
-      grad::Reshape(s, grad::Size(s, indices, DT_INT64), grad::Int32s(s, {1}));
+      ops::Reshape(s, ops::Size(s, indices, ops::Size::OutType(DT_INT64)),
+                   grad::Int32s(s, {1}));
   const Output values =
-      grad::Reshape(s, dy, grad::Concat(s, {outer, n, inner}, 0));
+      ops::Reshape(s, dy, ops::ConcatV2(s, {outer, n, inner}, 0));
   // values: [outer..., N, inner...] -> [N, outer..., inner...].
-  const Output rest = grad::Range(s, a_plus_1, rank, int64_t{1});
+  const Output rest = ops::Range(s, a_plus_1, rank, int64_t{1});
   const Output to_front =
-      grad::Concat(s, {a1, grad::Range(s, int64_t{0}, a, int64_t{1}), rest}, 0);
-  const Output rows = grad::UnsortedSegmentSum(
-      s, grad::Transpose(s, values, to_front),
-      grad::Reshape(s, indices, grad::Int32s(s, {-1})),
-      grad::Reshape(s, grad::Slice(s, shape, a1, Int64s(s, {1})),
-                    grad::Int32s(s, {})));
-  const Output back = grad::Concat(
+      ops::ConcatV2(s, {a1, ops::Range(s, int64_t{0}, a, int64_t{1}), rest}, 0);
+  const Output rows = ops::UnsortedSegmentSum(
+      s, ops::Transpose(s, values, to_front),
+      ops::Reshape(s, indices, grad::Int32s(s, {-1})),
+      ops::Reshape(s, ops::Slice(s, shape, a1, Int64s(s, {1})),
+                   grad::Int32s(s, {})));
+  const Output back = ops::ConcatV2(
       s,
-      {grad::Range(s, int64_t{1}, a_plus_1, int64_t{1}), Int64s(s, {0}), rest},
+      {ops::Range(s, int64_t{1}, a_plus_1, int64_t{1}), Int64s(s, {0}), rest},
       0);
-  return grad::Transpose(s, rows, back);
+  return ops::Transpose(s, rows, back);
 }
 
 // y = gather(params, indices, axis): dparams adds dy's slices at indices.
@@ -129,8 +133,9 @@ Status GatherV2Grad(const Scope& s, const Operation& op, const Outputs& dy,
       a.has_value() && a->size() == 1 &&
       ((*a)[0] == 0 || (!ps.unknown_rank() && (*a)[0] == -ps.dims()));
   if (axis0) {
-    dx->push_back(grad::GatherRowsGradient(s, grad::Shape(s, params, DT_INT64),
-                                           indices, dy[0]));
+    dx->push_back(grad::GatherRowsGradient(
+        s, ops::Shape(s, params, ops::Shape::OutType(DT_INT64)), indices,
+        dy[0]));
   } else {
     dx->push_back(GatherAxisGrad(s, params, indices, axis, dy[0]));
   }
@@ -148,7 +153,7 @@ Status DynamicStitchGrad(const Scope& s, const Operation& op, const Outputs& dy,
   const int n = op.num_inputs() / 2;
   dx->assign(n, NoGradient());
   for (int i = 0; i < n; ++i) {
-    dx->push_back(grad::Gather(s, dy[0], op.input(i), 0));
+    dx->push_back(ops::GatherV2(s, dy[0], op.input(i), 0));
   }
   return s.status();
 }

@@ -28,6 +28,7 @@
 #include "absl/strings/str_split.h"
 #include "runnel/graph/grad_helpers.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/ops_gen.h"
 
 namespace runnel {
 namespace {
@@ -57,36 +58,37 @@ std::string GradSource(const Scope& s, const Operation& op) {
 }
 
 // The gradient array of `handle` for this gradient computation, created
-// once `flow` is ready: {grad_handle, flow_out}.
-Operation GradArray(const Scope& s, const Operation& op, const Output& handle,
-                    const Output& flow) {
-  return grad::MakeOperation(s, "TensorArrayGradV3", {handle, flow},
-                             {{"source", MakeAttrValue(GradSource(s, op))}});
+// once `flow` is ready.
+ops::TensorArrayGradV3 GradArray(const Scope& s, const Operation& op,
+                                 const Output& handle, const Output& flow) {
+  return ops::TensorArrayGradV3(s, handle, flow, GradSource(s, op));
 }
 
 // For an entering op: its flow_out, then the incoming gradient flow made to
 // wait for it (so the gradient array is not created or read before the
 // forward op ran).
 Output WriteBarrier(const Scope& s, const Operation& op, const Output& dflow) {
-  const Output flow_out =
-      grad::Identity(s.WithOpName("flow_out"), op.output(0));
-  return grad::Identity(
+  const Output flow_out = ops::Identity(s.WithOpName("flow_out"), op.output(0));
+  return ops::Identity(
       s.WithControlDependencies(flow_out).WithOpName("write_barrier"), dflow);
 }
 
 // What the gradient of an entering op (Write, Scatter, Split) builds on:
 // the dtype T of its value, the incoming gradient flow after
-// WriteBarrier, and the gradient array created from that flow.
+// WriteBarrier, and the gradient array created from that flow (its handle
+// and flow).
 struct EnteringGrad {
   DataType dtype = DT_INVALID;
   Output flow;
-  Operation array;
+  Output array, array_flow;
 };
 Status MakeEnteringGrad(const Scope& s, const Operation& op,
                         const Output& dflow, EnteringGrad* e) {
   RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "T", &e->dtype));
   e->flow = WriteBarrier(s, op, dflow);
-  e->array = GradArray(s, op, op.input(0), e->flow);
+  const ops::TensorArrayGradV3 g = GradArray(s, op, op.input(0), e->flow);
+  e->array = g.grad_handle;
+  e->array_flow = g.flow_out;
   return s.status();
 }
 
@@ -103,10 +105,10 @@ PartialTensorShape ShapeWithoutDim0(const Scope& s, const Output& value) {
 // value = read(ta, index): write dy at index of the gradient array.
 Status TensorArrayReadV3Grad(const Scope& s, const Operation& op,
                              const Outputs& dy, Outputs* dx) {
-  const Operation g = GradArray(s, op, op.input(0), op.input(2));
+  const ops::TensorArrayGradV3 g = GradArray(s, op, op.input(0), op.input(2));
   if (!s.ok()) return s.status();
-  const Output flow = grad::MakeOp(
-      s, "TensorArrayWriteV3", {g.output(0), op.input(1), dy[0], g.output(1)});
+  const Output flow =
+      ops::TensorArrayWriteV3(s, g.grad_handle, op.input(1), dy[0], g.flow_out);
   *dx = {NoGradient(), NoGradient(), flow};
   return s.status();
 }
@@ -117,10 +119,8 @@ Status TensorArrayWriteV3Grad(const Scope& s, const Operation& op,
                               const Outputs& dy, Outputs* dx) {
   EnteringGrad e;
   RETURN_IF_ERROR(MakeEnteringGrad(s, op, dy[0], &e));
-  const Operation& g = e.array;
-  const Output dvalue = grad::MakeOp(s, "TensorArrayReadV3",
-                                     {g.output(0), op.input(1), g.output(1)},
-                                     {{"dtype", MakeAttrValue(e.dtype)}});
+  const Output dvalue =
+      ops::TensorArrayReadV3(s, e.array, op.input(1), e.array_flow, e.dtype);
   *dx = {NoGradient(), NoGradient(), dvalue, e.flow};
   return s.status();
 }
@@ -129,11 +129,10 @@ REGISTER_GRADIENT("TensorArrayWriteV3", TensorArrayWriteV3Grad);
 // value = gather(ta, indices): scatter dy at indices of the gradient array.
 Status TensorArrayGatherV3Grad(const Scope& s, const Operation& op,
                                const Outputs& dy, Outputs* dx) {
-  const Operation g = GradArray(s, op, op.input(0), op.input(2));
+  const ops::TensorArrayGradV3 g = GradArray(s, op, op.input(0), op.input(2));
   if (!s.ok()) return s.status();
-  const Output flow =
-      grad::MakeOp(s, "TensorArrayScatterV3",
-                   {g.output(0), op.input(1), dy[0], g.output(1)});
+  const Output flow = ops::TensorArrayScatterV3(s, g.grad_handle, op.input(1),
+                                                dy[0], g.flow_out);
   *dx = {NoGradient(), NoGradient(), flow};
   return s.status();
 }
@@ -145,11 +144,9 @@ Status TensorArrayScatterV3Grad(const Scope& s, const Operation& op,
                                 const Outputs& dy, Outputs* dx) {
   EnteringGrad e;
   RETURN_IF_ERROR(MakeEnteringGrad(s, op, dy[0], &e));
-  const Operation& g = e.array;
-  const Output dvalue = grad::MakeOp(
-      s, "TensorArrayGatherV3", {g.output(0), op.input(1), g.output(1)},
-      {{"dtype", MakeAttrValue(e.dtype)},
-       {"element_shape", MakeAttrValue(ShapeWithoutDim0(s, op.input(2)))}});
+  const Output dvalue = ops::TensorArrayGatherV3(
+      s, e.array, op.input(1), e.array_flow, e.dtype,
+      ops::TensorArrayGatherV3::ElementShape(ShapeWithoutDim0(s, op.input(2))));
   *dx = {NoGradient(), NoGradient(), dvalue, e.flow};
   return s.status();
 }
@@ -158,10 +155,10 @@ REGISTER_GRADIENT("TensorArrayScatterV3", TensorArrayScatterV3Grad);
 // value, lengths = concat(ta): split dy by lengths into the gradient array.
 Status TensorArrayConcatV3Grad(const Scope& s, const Operation& op,
                                const Outputs& dy, Outputs* dx) {
-  const Operation g = GradArray(s, op, op.input(0), op.input(1));
+  const ops::TensorArrayGradV3 g = GradArray(s, op, op.input(0), op.input(1));
   if (!s.ok()) return s.status();
-  const Output flow = grad::MakeOp(
-      s, "TensorArraySplitV3", {g.output(0), dy[0], op.output(1), g.output(1)});
+  const Output flow = ops::TensorArraySplitV3(s, g.grad_handle, dy[0],
+                                              op.output(1), g.flow_out);
   *dx = {NoGradient(), flow};
   return s.status();
 }
@@ -172,12 +169,11 @@ Status TensorArraySplitV3Grad(const Scope& s, const Operation& op,
                               const Outputs& dy, Outputs* dx) {
   EnteringGrad e;
   RETURN_IF_ERROR(MakeEnteringGrad(s, op, dy[0], &e));
-  const Operation& g = e.array;
   const Output dvalue =
-      grad::MakeOp(s, "TensorArrayConcatV3", {g.output(0), g.output(1)},
-                   {{"dtype", MakeAttrValue(e.dtype)},
-                    {"element_shape_except0",
-                     MakeAttrValue(ShapeWithoutDim0(s, op.input(1)))}});
+      ops::TensorArrayConcatV3(s, e.array, e.array_flow, e.dtype,
+                               ops::TensorArrayConcatV3::ElementShapeExcept0(
+                                   ShapeWithoutDim0(s, op.input(1))))
+          .value;
   *dx = {NoGradient(), dvalue, NoGradient(), e.flow};
   return s.status();
 }
