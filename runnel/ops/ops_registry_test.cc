@@ -1,11 +1,14 @@
-// The registry test: every registered op has a shape function, a doc string
-// and a CPU kernel for each dtype its type attrs allow.
+// The registry test: every registered op has a shape function, a doc string,
+// a gradient function or an explicit NoGradient, and a CPU kernel for each
+// dtype its type attrs allow (DESIGN.md §4, "Op registration"). It walks the
+// registries, so a new op is checked without being listed anywhere.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "absl/strings/str_join.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/graph/gradients.h"
 #include "testing/op_test_util.h"
 
 namespace runnel {
@@ -70,6 +73,41 @@ TEST(OpsRegistryTest, EveryOpHasShapeFnDocAndKernels) {
   }
   EXPECT_TRUE(problems.empty()) << absl::StrJoin(problems, "\n");
   EXPECT_GT(ops, 100);
+}
+
+// Every op that can pass a gradient on (it has inputs and outputs) has a
+// REGISTER_GRADIENT or a REGISTER_NO_GRADIENT with its reason. Internal
+// ("_...") ops are exempt.
+TEST(OpsRegistryTest, EveryOpHasAGradientOrSaysWhyNot) {
+  std::vector<std::string> missing;
+  int differentiable = 0;
+  for (const std::string& name : OpRegistry::Global()->ListOps()) {
+    const OpDef& def = OpRegistry::Global()->LookUp(name)->op_def;
+    if (name[0] == '_' || def.input_arg_size() == 0 ||
+        def.output_arg_size() == 0) {
+      continue;
+    }
+    const GradientRegistry::Entry* e = GradientRegistry::Global()->Find(name);
+    if (e == nullptr) {
+      missing.push_back(name);
+    } else if (e->fn == nullptr) {
+      EXPECT_FALSE(e->reason.empty()) << name << ": NoGradient without reason";
+    } else {
+      ++differentiable;
+    }
+  }
+  EXPECT_TRUE(missing.empty())
+      << "ops with neither REGISTER_GRADIENT nor REGISTER_NO_GRADIENT: "
+      << absl::StrJoin(missing, ", ");
+  EXPECT_GT(differentiable, 50);
+}
+
+// Every gradient entry names a registered op (a misspelt REGISTER_GRADIENT
+// would otherwise never be used).
+TEST(OpsRegistryTest, EveryGradientEntryNamesAnOp) {
+  for (const std::string& name : GradientRegistry::Global()->ListOps()) {
+    EXPECT_NE(OpRegistry::Global()->LookUp(name), nullptr) << name;
+  }
 }
 
 // The ops issue #2 names must all exist.
