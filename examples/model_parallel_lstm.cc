@@ -27,7 +27,9 @@
 // throughput in words per second (batch * 20 words per step, timed after
 // one warm-up step); --compare trains with 1 device and then with 2 devices
 // (same data, same initial weights, K in flight) and prints both
-// throughputs and their ratio.
+// throughputs and their ratio. "Cores busy" (process CPU time over wall
+// time) says how much of the machine the steps kept at work: a pipeline
+// only helps while one step alone leaves cores idle.
 //
 // The data is lstm_lm's: the Debian package `fortunes`, read in windows of
 // 20 words from `batch` parallel rows. Within the first epoch every window
@@ -39,6 +41,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -67,6 +70,9 @@ struct Flags {
   double learning_rate = 1.0;
   std::string data_dir = "/usr/share/games/fortunes";
 };
+
+// Seconds of CPU time used by all threads of the process.
+double CpuNow() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
 double Now() {
   return std::chrono::duration<double>(
@@ -210,12 +216,17 @@ double Train(const Flags& flags, int devices, const Corpus& corpus) {
   }
   std::printf("  step 0: loss %.3f\n", out[0].scalar<float>());
 
-  const double start = Now();
+  const double start = Now(), cpu_start = CpuNow();
   Check(TrainConcurrently(flags, session, m, feeds, words_per_step), "train");
-  const double seconds = Now() - start;
+  const double seconds = Now() - start, cpu = CpuNow() - cpu_start;
   const double rate = flags.max_steps * words_per_step / seconds;
-  std::printf("%d device(s), %d in flight: %.0f words/s (%d steps in %.1f s)\n",
-              devices, flags.inflight, rate, flags.max_steps, seconds);
+  // Cores busy: how much of the machine the steps kept at work (on a
+  // loaded machine also bounded by the share the other processes leave).
+  std::printf(
+      "%d device(s), %d in flight: %.0f words/s (%d steps in %.1f s; %.2f "
+      "cores busy, %.0f ms CPU per step)\n",
+      devices, flags.inflight, rate, flags.max_steps, seconds, cpu / seconds,
+      1000 * cpu / flags.max_steps);
   return rate;
 }
 
