@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -583,7 +584,7 @@ Status DirectSession::Run(
   }
 
   const size_t num_parts = ek->partitions.size();
-  std::vector<std::unique_ptr<StepStatsCollector>> collectors;
+  absl::InlinedVector<std::unique_ptr<StepStatsCollector>, 2> collectors;
   if (options.trace_level() != RunOptions::NO_TRACE &&
       run_metadata != nullptr) {
     for (const PartitionExec& p : ek->partitions) {
@@ -609,7 +610,7 @@ Status DirectSession::Run(
   }
   StepResources step_resources;  // TensorArrays and stacks die with the step.
   const int64_t step_id = next_step_id_.fetch_add(1);
-  std::vector<Executor::Args> args(num_parts);
+  absl::InlinedVector<Executor::Args, 2> args(num_parts);
   for (size_t i = 0; i < num_parts; ++i) {
     Executor::Args& a = args[i];
     a.step_id = step_id;
@@ -626,15 +627,21 @@ Status DirectSession::Run(
 
   // Every partition reports once; the first error aborts the others (so they
   // stop waiting on Recvs) and is the step's result.
-  absl::Notification done;
-  absl::Mutex status_mu;
-  Status run_status;
-  std::atomic<size_t> pending{num_parts};
-  auto on_done = [&](const Status& s) {
+  // Every partition reports once; the first error aborts the others (so they
+  // stop waiting on Recvs) and is the step's result. The callback captures
+  // one pointer, so making it a DoneCallback allocates nothing.
+  struct StepDone {
+    absl::Notification done;
+    absl::Mutex mu;
+    Status status;
+    std::atomic<size_t> pending;
+    Rendezvous* rendezvous;
+  } step{{}, {}, {}, {num_parts}, rendezvous.get()};
+  auto on_done = [st = &step](const Status& s) {
     if (!s.ok()) {
       bool first = false;
       {
-        absl::MutexLock l(&status_mu);
+        absl::MutexLock l(&st->mu);
         // The first error wins, except that a partition's Cancelled or
         // Aborted caused by another's error (the abort below) gives way to
         // that error, whichever reports first.
@@ -642,16 +649,16 @@ Status DirectSession::Run(
           return x.code() == absl::StatusCode::kCancelled ||
                  x.code() == absl::StatusCode::kAborted;
         };
-        if (run_status.ok()) {
-          run_status = s;
+        if (st->status.ok()) {
+          st->status = s;
           first = true;
-        } else if (derived(run_status) && !derived(s)) {
-          run_status = s;
+        } else if (derived(st->status) && !derived(s)) {
+          st->status = s;
         }
       }
-      if (first && rendezvous != nullptr) rendezvous->StartAbort(s);
+      if (first && st->rendezvous != nullptr) st->rendezvous->StartAbort(s);
     }
-    if (pending.fetch_sub(1) == 1) done.Notify();
+    if (st->pending.fetch_sub(1) == 1) st->done.Notify();
   };
   // The executor runs cheap nodes inline on the thread that starts it: a
   // step that must be interruptible (an endless loop of cheap nodes) starts
@@ -667,20 +674,21 @@ Status DirectSession::Run(
   if (timeout_ms <= 0) ek->partitions[0].executor->RunAsync(args[0], on_done);
   bool timed_out = false;
   if (timeout_ms > 0) {
-    if (!done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
+    if (!step.done.WaitForNotificationWithTimeout(
+            absl::Milliseconds(timeout_ms))) {
       timed_out = true;
       cm.StartCancel();
-      done.WaitForNotification();
+      step.done.WaitForNotification();
     }
   } else {
-    done.WaitForNotification();
+    step.done.WaitForNotification();
   }
   if (abort_registered) cm.DeregisterCallback(abort_token);
   unregister();
   if (timed_out) {
     return errors::DeadlineExceeded("step timed out after ", timeout_ms, " ms");
   }
-  if (!run_status.ok()) return run_status;
+  if (!step.status.ok()) return step.status;
 
   if (run_metadata != nullptr) {
     for (auto& c : collectors) c->Finalize(run_metadata->mutable_step_stats());

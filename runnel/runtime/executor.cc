@@ -554,10 +554,13 @@ class ExecutorState {
       return;
     }
 
+    // Only a traced step pays for a stats message (constructing one per node
+    // costs more than running a cheap kernel).
+    std::unique_ptr<NodeExecStats> stats_owner;
     NodeExecStats* stats = nullptr;
-    NodeExecStats stats_storage;
     if (args_.stats != nullptr) {
-      stats = &stats_storage;
+      stats_owner = std::make_unique<NodeExecStats>();
+      stats = stats_owner.get();
       stats->set_node_name(item.kernel->name());
       stats->set_timeline_label(absl::StrCat(item.kernel->name(), " = ",
                                              item.kernel->type_string(), "()"));
@@ -566,7 +569,7 @@ class ExecutorState {
     }
 
     if (item.is_async) {
-      RunAsyncNode(t, std::move(in), stats_storage, stats != nullptr);
+      RunAsyncNode(t, std::move(in), std::move(stats_owner));
       return;
     }
 
@@ -623,29 +626,27 @@ class ExecutorState {
   }
 
   void RunAsyncNode(const TaggedNode& t, absl::InlinedVector<TensorValue, 4> in,
-                    NodeExecStats stats, bool tracing) {
+                    std::unique_ptr<NodeExecStats> stats) {
     const NodeItem& item = plan_.items[t.id];
     struct AsyncState {
       TaggedNode t;
       absl::InlinedVector<TensorValue, 4> in;
       OpKernelContext::Params params;
       std::unique_ptr<OpKernelContext> ctx;
-      NodeExecStats stats;
-      bool tracing;
+      std::unique_ptr<NodeExecStats> stats;  // Null unless tracing.
     };
-    auto* st = new AsyncState{t,       std::move(in),    {},
-                              nullptr, std::move(stats), tracing};
+    auto* st = new AsyncState{t, std::move(in), {}, nullptr, std::move(stats)};
     FillParams(item, st->in, &st->params);
     if (t.frame != nullptr) st->params.frame_iter = {t.frame->id, t.iter};
     st->ctx = std::make_unique<OpKernelContext>(&st->params);
-    if (tracing)
-      st->stats.set_op_start_rel_nanos(NowNanos() -
-                                       st->stats.all_start_nanos());
+    if (st->stats != nullptr)
+      st->stats->set_op_start_rel_nanos(NowNanos() -
+                                        st->stats->all_start_nanos());
     // `done` runs once: a kernel that throws after (or instead of) calling
     // it must not finish the node twice, so the flag outlives `st`.
     auto once = std::make_shared<std::atomic<bool>>(false);
     auto finish = [this, st] {
-      NodeExecStats* stats = st->tracing ? &st->stats : nullptr;
+      NodeExecStats* stats = st->stats.get();
       if (stats)
         stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
       ReadyList ready;
