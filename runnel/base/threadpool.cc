@@ -17,9 +17,22 @@ struct ThreadPool::Impl {
   Eigen::ThreadPool pool;
 };
 
+namespace {
+// Debian builds Abseil without NDEBUG, so every absl::Mutex acquisition
+// would run the deadlock detector's graph bookkeeping (GraphCycles, a hash
+// lookup per lock): measurable on the hot paths (the rendezvous, loop
+// frames). Runnel's lock order is checked by its tests and TSan instead.
+const bool kDeadlockDetectionOff = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
+}  // namespace
+
 ThreadPool::ThreadPool(std::string name, int num_threads)
     : impl_(std::make_unique<Impl>(std::max(1, num_threads))),
-      num_threads_(std::max(1, num_threads)) {}
+      num_threads_(std::max(1, num_threads)) {
+  (void)kDeadlockDetectionOff;
+}
 
 ThreadPool::~ThreadPool() = default;
 

@@ -25,6 +25,7 @@ Rendezvous::ParsedKey& Rendezvous::ParsedKey::operator=(
   frame_iter = other.frame_iter;
   src = other.src;
   dst = other.dst;
+  hash = other.hash;
   return *this;
 }
 
@@ -66,6 +67,13 @@ Status Rendezvous::ParseKey(absl::string_view key, ParsedKey* out) {
   out->edge_name = parts[3];
   out->src = *std::move(src);
   out->dst = *std::move(dst);
+  // FNV-1a: the same in every process, so a remote rendezvous may use it.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : k) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  out->hash = h;
   return absl::OkStatus();
 }
 

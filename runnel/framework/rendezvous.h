@@ -62,6 +62,8 @@ class Rendezvous {
     FrameAndIter frame_iter;
     DeviceName src;
     DeviceName dst;
+    // A 64-bit hash of full_key (what a rendezvous table is keyed by).
+    uint64_t hash = 0;
   };
 
   // The key's text (see the file comment).

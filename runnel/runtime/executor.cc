@@ -38,6 +38,11 @@ void ComputeGuarded(OpKernel* kernel, OpKernelContext* ctx) {
   }
 }
 
+// How deep async completions may nest running successors inline on one
+// thread (Note [Async completions run cheap successors inline]).
+constexpr int kMaxAsyncInlineDepth = 32;
+thread_local int async_inline_depth = 0;
+
 // FNV-1a: stable across processes and builds (frame ids travel in keys).
 uint64_t StableHash64(absl::string_view s) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -653,7 +658,23 @@ class ExecutorState {
       Status s =
           FinishNode(st->t, st->ctx.get(), InputsFor(st->t), &ready, stats);
       delete st;
-      NodeDone(s, ready, nullptr);
+      // Note [Async completions run cheap successors inline]: the thread
+      // completing an async kernel (for a _Recv, the thread of the matching
+      // _Send) runs the cheap nodes it made ready, as a synchronous kernel's
+      // thread does, instead of handing each to the pool (a hand-off costs
+      // more than a local Send/Recv). Expensive ones still go to the pool, so
+      // a sender never does its receiver's heavy work; the nesting (a Send
+      // whose Recv's successors send again) is bounded per thread.
+      if (async_inline_depth < kMaxAsyncInlineDepth) {
+        ++async_inline_depth;
+        InlineReady inline_ready;
+        NodeDone(s, ready, &inline_ready, /*keep_expensive=*/false);
+        // Non-empty: those nodes are outstanding, so the state is alive.
+        if (!inline_ready.empty()) RunInline(&inline_ready);
+        --async_inline_depth;
+      } else {
+        NodeDone(s, ready, nullptr);
+      }
     };
     auto done = [once, finish] {
       if (!once->exchange(true)) finish();
@@ -1052,7 +1073,7 @@ class ExecutorState {
 
   // Accounts for one finished node and schedules what it made ready.
   void NodeDone(const Status& s, const ReadyList& ready,
-                InlineReady* inline_ready) {
+                InlineReady* inline_ready, bool keep_expensive = true) {
     if (!s.ok()) {
       bool first;
       {
@@ -1073,14 +1094,16 @@ class ExecutorState {
     if (!ready.empty() && !Aborted()) {
       num_outstanding_.fetch_add(static_cast<int64_t>(ready.size()),
                                  std::memory_order_relaxed);
-      ScheduleReady(ready, inline_ready);
+      ScheduleReady(ready, inline_ready, keep_expensive);
     }
     if (num_outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
   }
 
   // Cheap nodes run inline; expensive ones go to the pool, except that one
-  // stays on this thread when there is no other inline work.
-  void ScheduleReady(const ReadyList& ready, InlineReady* inline_ready) {
+  // stays on this thread when there is no other inline work (and
+  // `keep_expensive`).
+  void ScheduleReady(const ReadyList& ready, InlineReady* inline_ready,
+                     bool keep_expensive = true) {
     if (inline_ready == nullptr) {
       for (const TaggedNode& t : ready) runner_([this, t] { Process(t); });
       return;
@@ -1089,7 +1112,7 @@ class ExecutorState {
     for (const TaggedNode& t : ready) {
       if (!plan_.items[t.id].expensive || t.is_dead) {
         inline_ready->push_back(t);
-      } else if (keep == nullptr && inline_ready->empty()) {
+      } else if (keep_expensive && keep == nullptr && inline_ready->empty()) {
         keep = &t;
       } else {
         runner_([this, t] { Process(t); });

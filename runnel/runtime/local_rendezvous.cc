@@ -16,7 +16,7 @@ Status LocalRendezvous::Send(const ParsedKey& key, const Args& args,
     mu_.Unlock();
     return s;
   }
-  Queue& q = table_[key.full_key];
+  Queue& q = table_[key.hash];
   if (q.items.empty() || q.holds_sends) {
     q.holds_sends = true;
     Item item;
@@ -28,8 +28,8 @@ Status LocalRendezvous::Send(const ParsedKey& key, const Args& args,
     return absl::OkStatus();
   }
   Item waiter = std::move(q.items.front());
-  q.items.pop_front();
-  if (q.items.empty()) table_.erase(key.full_key);
+  q.items.erase(q.items.begin());
+  if (q.items.empty()) table_.erase(key.hash);
   mu_.Unlock();
   waiter.recv_done(absl::OkStatus(), args, waiter.recv_args, value, is_dead);
   return absl::OkStatus();
@@ -44,7 +44,7 @@ void LocalRendezvous::RecvAsync(const ParsedKey& key, const Args& args,
     done(s, Args(), args, Tensor(), false);
     return;
   }
-  Queue& q = table_[key.full_key];
+  Queue& q = table_[key.hash];
   if (q.items.empty() || !q.holds_sends) {
     q.holds_sends = false;
     Item item;
@@ -55,8 +55,8 @@ void LocalRendezvous::RecvAsync(const ParsedKey& key, const Args& args,
     return;
   }
   Item sent = std::move(q.items.front());
-  q.items.pop_front();
-  if (q.items.empty()) table_.erase(key.full_key);
+  q.items.erase(q.items.begin());
+  if (q.items.empty()) table_.erase(key.hash);
   mu_.Unlock();
   done(absl::OkStatus(), sent.send_args, args, sent.value, sent.is_dead);
 }

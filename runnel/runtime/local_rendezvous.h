@@ -8,10 +8,10 @@
 #ifndef RUNNEL_RUNTIME_LOCAL_RENDEZVOUS_H_
 #define RUNNEL_RUNTIME_LOCAL_RENDEZVOUS_H_
 
-#include <deque>
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "runnel/framework/rendezvous.h"
 
@@ -44,14 +44,17 @@ class LocalRendezvous : public Rendezvous {
     DoneCallback recv_done;
     Args recv_args;
   };
-  // Either all sends or all receivers, in arrival order.
+  // Either all sends or all receivers, in arrival order (almost always one
+  // item: a key carries one value per step).
   struct Queue {
     bool holds_sends = true;
-    std::deque<Item> items;
+    absl::InlinedVector<Item, 1> items;
   };
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, Queue> table_ ABSL_GUARDED_BY(mu_);
+  // Keyed by the key's 64-bit hash, as TF's LocalRendezvous is: a collision
+  // between two keys of one step is vanishingly unlikely.
+  absl::flat_hash_map<uint64_t, Queue> table_ ABSL_GUARDED_BY(mu_);
   Status status_ ABSL_GUARDED_BY(mu_);
 };
 
