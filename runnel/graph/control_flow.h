@@ -113,7 +113,9 @@ struct WhileContext {
   // handle, final flow), both in the parent frame.
   absl::flat_hash_map<Output, std::pair<Output, Output>, OutputHash> saved;
 
-  explicit WhileContext(const Scope& s) : scope(s) {}
+  // The graph owns this record, so it holds a non-owning scope (a strong
+  // one would make a cycle through Graph::control_flow_info).
+  explicit WhileContext(const Scope& s) : scope(s.NonOwningCopy()) {}
   // The node whose output is live exactly in body iterations.
   Node* body_pivot() const { return body_inputs[0].node(); }
 };

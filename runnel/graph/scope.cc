@@ -261,6 +261,14 @@ std::string Scope::GetUniqueNameForOp(absl::string_view default_name) const {
   return name;
 }
 
+Scope Scope::NonOwningCopy() const {
+  Scope s = *this;
+  // shared_ptr's aliasing constructor with an empty owner: points at the
+  // same Shared without owning it.
+  s.shared_ = std::shared_ptr<Shared>(std::shared_ptr<Shared>(), shared_.get());
+  return s;
+}
+
 Scope Scope::NewSubScope(absl::string_view child_scope_name) const {
   Scope s = *this;
   s.op_name_.clear();

@@ -299,6 +299,12 @@ class Scope {
   // Exports the graph, or returns the scope's error.
   Status ToGraphDef(GraphDef* gdef) const;
 
+  // A copy that does not keep the graph alive, for records the graph itself
+  // owns (the loop contexts in its ControlFlowInfo): a strong copy there
+  // would be a reference cycle, and the graph would never be freed. Valid
+  // while some ordinary Scope of the graph lives.
+  Scope NonOwningCopy() const;
+
   // The scope's settings (for NodeBuilder and graph helpers).
   const std::string& name() const { return name_; }
   const std::string& device() const { return device_; }
