@@ -197,7 +197,7 @@ class DirectSession : public Session {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceNodes(Graph* g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceStepNodes(Graph* g) const;
-  Status Partition(ExecutorsAndKeys* ek, bool has_control_flow) const;
+  Status Partition(ExecutorsAndKeys* ek) const;
   bool InHostMemory(const Node& n, int slot, bool output) const;
   Status CreateKernel(Device* device, const Node& node,
                       std::shared_ptr<OpKernel>* kernel);
@@ -364,7 +364,7 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     }
     ek->partitions.push_back(std::move(p));
   } else {
-    RETURN_IF_ERROR(Partition(ek.get(), has_control_flow));
+    RETURN_IF_ERROR(Partition(ek.get()));
   }
   for (PartitionExec& p : ek->partitions) {
     ExecutorParams params;
@@ -448,8 +448,7 @@ Status DirectSession::PlaceStepNodes(Graph* g) const {
 
 // Cuts the placed step graph into one graph per device, joined by
 // _Send/_Recv pairs over the step's rendezvous (runnel/graph/partition.h).
-Status DirectSession::Partition(ExecutorsAndKeys* ek,
-                                bool has_control_flow) const {
+Status DirectSession::Partition(ExecutorsAndKeys* ek) const {
   PartitionOptions popts;
   // Whitepaper §5.2: Recvs start as late as their consumers allow.
   popts.scheduling_for_recvs =
@@ -467,7 +466,6 @@ Status DirectSession::Partition(ExecutorsAndKeys* ek,
   };
   std::map<std::string, GraphDef> parts;
   RETURN_IF_ERROR(runnel::Partition(popts, *ek->graph, &parts));
-  (void)has_control_flow;
   ImportGraphDefOptions iopts;
   iopts.allow_internal_ops = true;
   for (auto& [name, def] : parts) {
