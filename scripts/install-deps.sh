@@ -7,7 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format python3 git
   clang libclang-rt-14-dev libomp-dev
   libabsl-dev libprotobuf-dev protobuf-compiler
-  libgrpc++-dev protobuf-compiler-grpc
+  libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
+  openmpi-bin
   libdnnl-dev libopenblas-dev libeigen3-dev
   libleveldb-dev libsnappy-dev zlib1g-dev
   fortunes

@@ -7,7 +7,9 @@
 //                    [--max_graph_bytes N] [--memory_limit_mb N]
 //                    [--device_count TYPE=N]... [--soft_placement]
 //                    [--log_device_placement] [--partition_graphs DIR]
+//                    [--master grpc://HOST:PORT]
 //   runnel inspect GRAPH [--max_graph_bytes N]
+//   runnel server ... (tools/server_command.cc)
 //   runnel ops
 //
 // `--init` nodes run once first (e.g. a variable initializer); then the
@@ -46,6 +48,11 @@
 // --partition_graphs DIR writes each device's graph of the last step as
 // DIR/partition_<i>.pbtxt.
 //
+// Clusters: --master grpc://HOST:PORT runs the graph on the cluster whose
+// task serves that address (a `runnel server`); its nodes' devices may name
+// any task ("/job:ps/task:0"). The untrusted-graph check runs here, before
+// the graph is sent.
+//
 // Errors go to stderr with exit status 1 (2 for usage errors); a step that
 // runs past its timeout is an error like any other (DeadlineExceeded).
 #include <algorithm>
@@ -58,6 +65,10 @@
 #include <string>
 #include <system_error>
 #include <vector>
+
+#ifdef RUNNEL_WITH_GRPC
+#include "tools/server_command.h"
+#endif
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -82,7 +93,10 @@ int Usage() {
                "[--max_graph_bytes N] [--memory_limit_mb N]\n"
                "             [--device_count TYPE=N]... [--soft_placement] "
                "[--log_device_placement] [--partition_graphs DIR]\n"
+               "             [--master grpc://HOST:PORT]\n"
                "  runnel inspect GRAPH [--max_graph_bytes N]\n"
+               "  runnel server (--cluster SPEC --job J --task T | --slurm | "
+               "--mpi | TF_CONFIG) ...\n"
                "  runnel ops\n"
                "run treats GRAPH as untrusted unless --allow_io: ops that "
                "touch files are refused\n"
@@ -260,7 +274,7 @@ int Run(const std::vector<std::string>& args) {
   int64_t timeout_ms = -1;  // -1: the mode's default.
   int64_t max_graph_bytes = kDefaultMaxGraphBytes;
   ConfigProto config;
-  std::string partition_dir;
+  std::string partition_dir, master;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) {
@@ -279,6 +293,8 @@ int Run(const std::vector<std::string>& args) {
       config.set_allow_soft_placement(true);
     } else if (a == "--log_device_placement") {
       config.set_log_device_placement(true);
+    } else if (a == "--master" && value(&v)) {
+      master = v;
     } else if (a == "--partition_graphs" && value(&v)) {
       partition_dir = v;
     } else if (a == "--device_count" && value(&v)) {
@@ -388,6 +404,7 @@ int Run(const std::vector<std::string>& args) {
   SessionOptions options;
   options.config = config;
   options.untrusted = untrusted;
+  options.target = master;
   std::set<size_t> path_feeds;
   if (untrusted) {
     options.allowed_io_nodes = NodesWithFedPaths(gdef, fed, &path_feeds);
@@ -514,6 +531,9 @@ int Ops() {
 }  // namespace runnel
 
 int main(int argc, char** argv) {
+#ifdef RUNNEL_WITH_GRPC
+  runnel::EnableGrpcSessions();
+#endif
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return runnel::Usage();
   const std::string cmd = args[0];
@@ -521,5 +541,8 @@ int main(int argc, char** argv) {
   if (cmd == "run") return runnel::Run(args);
   if (cmd == "inspect") return runnel::Inspect(args);
   if (cmd == "ops") return runnel::Ops();
+#ifdef RUNNEL_WITH_GRPC
+  if (cmd == "server") return runnel::ServerCommand(args);
+#endif
   return runnel::Usage();
 }

@@ -9,17 +9,16 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/devices/cpu_device.h"
-#include "runnel/framework/memory_types.h"
 #include "runnel/framework/op.h"
 #include "runnel/graph/graph_def.h"
-#include "runnel/graph/partition.h"
 #include "runnel/graph/prune.h"
 #include "runnel/runtime/device_mgr.h"
 #include "runnel/runtime/executor.h"
 #include "runnel/runtime/graph_optimizer.h"
-#include "runnel/runtime/local_rendezvous.h"
+#include "runnel/runtime/partitioned_executor.h"
 #include "runnel/runtime/placer.h"
 #include "runnel/runtime/session.h"
+#include "runnel/runtime/step_graph.h"
 
 namespace runnel {
 
@@ -92,20 +91,10 @@ class StepCallFrame : public CallFrameInterface {
   std::vector<char> set_;
 };
 
-// One device's share of a step.
-struct PartitionExec {
-  Device* device = nullptr;
-  std::unique_ptr<Graph> graph;  // Null when it is the whole pruned graph.
-  std::unique_ptr<Executor> executor;
-};
-
 // Everything compiled for one (feeds, fetches, targets) signature.
 struct ExecutorsAndKeys {
-  std::unique_ptr<Graph> graph;  // The pruned, placed graph.
-  // One per device the step uses; a step on one device runs `graph` itself.
-  std::vector<PartitionExec> partitions;
-  // What RunOptions.output_partition_graphs returns.
-  std::vector<GraphDef> partition_graph_defs;
+  // The pruned, placed graph, cut per device.
+  std::unique_ptr<PartitionedExecutor> executor;
   PruneInfo info;
   // Expected shape of each feed (from Placeholder shape attrs), if known.
   std::vector<PartialTensorShape> feed_shapes;
@@ -196,14 +185,8 @@ class DirectSession : public Session {
       const std::vector<std::string>& targets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceNodes(Graph* g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
-  Status PlaceStepNodes(Graph* g) const;
-  Status Partition(ExecutorsAndKeys* ek) const;
-  bool InHostMemory(const Node& n, int slot, bool output) const;
   Status CreateKernel(Device* device, const Node& node,
                       std::shared_ptr<OpKernel>* kernel);
-  Status CheckFeeds(
-      const ExecutorsAndKeys& ek,
-      const std::vector<std::pair<std::string, Tensor>>& inputs) const;
 
   const SessionOptions options_;
   std::unique_ptr<DeviceMgr> device_mgr_;
@@ -301,34 +284,18 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     placed_ = true;
   }
   auto ek = std::make_shared<ExecutorsAndKeys>();
-  ek->graph = std::make_unique<Graph>();
+  auto step_graph = std::make_unique<Graph>();
   RETURN_IF_ERROR(PruneForFetches(*graph_, feeds, outputs, targets,
-                                  ek->graph.get(), &ek->info));
-  // Record each feed's declared shape, so a wrong-shaped feed is rejected
-  // up front with the placeholder's name.
-  for (const TensorId& id : ek->info.feeds) {
-    PartialTensorShape shape;
-    const Node* producer = graph_->FindNode(id.node);
-    const std::string& op = producer->type_string();
-    // Note [Feed shape checks]: TensorFlow's runtime never checks feeds
-    // against a placeholder's shape, and real TF graphs declare scalar shapes
-    // for placeholders fed with vectors (graphs/tf_addition: shape [] fed
-    // [1]). We check declared shapes of rank >= 1 only, which catches the
-    // common mistake (a wrong batch layout) without rejecting such graphs.
-    if ((op == "Placeholder" || op == "PlaceholderV2" ||
-         op == "PlaceholderWithDefault") &&
-        GetAttr(producer->attrs(), "shape", &shape).ok() && shape.dims() >= 1) {
-      ek->feed_shapes.push_back(shape);
-    } else {
-      ek->feed_shapes.push_back(PartialTensorShape());
-    }
-  }
+                                  step_graph.get(), &ek->info));
+  // Each feed's declared shape, so a wrong-shaped feed is rejected up
+  // front with the placeholder's name.
+  ek->feed_shapes = DeclaredFeedShapes(*graph_, ek->info);
   if (place_pruned) {
     // GraphOptions.place_pruned_graph: place only what this step runs (the
     // feeds and fetches included), as TF does with that option.
-    RETURN_IF_ERROR(PlaceNodes(ek->graph.get()));
+    RETURN_IF_ERROR(PlaceNodes(step_graph.get()));
   }
-  RETURN_IF_ERROR(PlaceStepNodes(ek->graph.get()));
+  PlaceFeedsAndFetches(device_mgr_->devices()[0]->name(), step_graph.get());
   // Whitepaper §5.1: CSE, constant folding, dead-node removal
   // (GraphOptions.optimizer_options; on by default, as in TF).
   {
@@ -339,7 +306,7 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     GraphOptimizationStats stats;
     RETURN_IF_ERROR(OptimizeGraphForStep(
         options_.config.graph_options().optimizer_options(),
-        device_mgr_->devices()[0], keep, ek->graph.get(), &stats));
+        device_mgr_->devices()[0], keep, step_graph.get(), &stats));
     if (LogOptimizer()) {
       std::fprintf(stderr, "runnel: optimized step graph (%s): %s\n",
                    SignatureKey(feeds, outputs, targets).c_str(),
@@ -347,49 +314,16 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     }
   }
 
-  bool has_control_flow = false;
-  absl::flat_hash_set<std::string> used;
-  for (const Node* n : ek->graph->nodes()) {
-    has_control_flow |= n->IsControlFlow();
-    used.insert(n->assigned_device_name());
-  }
-  if (used.size() <= 1) {
-    // One device: its executor runs the pruned graph itself.
-    PartitionExec p;
-    p.device = used.empty() ? device_mgr_->devices()[0]
-                            : device_mgr_->FindDevice(*used.begin());
-    if (p.device == nullptr) {
-      return errors::Internal("node placed on unknown device '", *used.begin(),
-                              "'");
-    }
-    ek->partitions.push_back(std::move(p));
-  } else {
-    RETURN_IF_ERROR(Partition(ek.get()));
-  }
-  for (PartitionExec& p : ek->partitions) {
-    ExecutorParams params;
-    params.device = p.device;
-    params.pool = CpuThreadPool();
-    params.dead_inputs_possible = has_control_flow;
-    Device* device = p.device;
-    // A partition's nodes were re-imported from its GraphDef; their kernels
-    // are made from the step graph's node properties, so a stateful node
-    // shares one kernel (and its state) across every signature.
-    const Graph* step_graph = p.graph != nullptr ? ek->graph.get() : nullptr;
-    params.create_kernel = [this, device, step_graph](
-                               const Node& n, std::shared_ptr<OpKernel>* k) {
-      const Node* orig =
-          step_graph != nullptr ? step_graph->FindNode(n.name()) : nullptr;
-      return CreateKernel(device, orig != nullptr ? *orig : n, k);
-    };
-    const Graph& g = p.graph != nullptr ? *p.graph : *ek->graph;
-    ASSIGN_OR_RETURN(p.executor, Executor::Create(params, g));
-  }
-  if (ek->partition_graph_defs.empty()) {
-    GraphDef def;
-    ToGraphDef(*ek->graph, &def, ToGraphDefOptions{true});
-    ek->partition_graph_defs.push_back(std::move(def));
-  }
+  PartitionedExecutor::Options popts;
+  popts.scheduling_for_recvs =
+      options_.config.graph_options().enable_recv_scheduling();
+  popts.create_kernel = [this](Device* device, const Node& node,
+                               std::shared_ptr<OpKernel>* kernel) {
+    return CreateKernel(device, node, kernel);
+  };
+  ASSIGN_OR_RETURN(
+      ek->executor,
+      PartitionedExecutor::Create(popts, *device_mgr_, std::move(step_graph)));
   return ek;
 }
 
@@ -420,81 +354,6 @@ Status DirectSession::PlaceNodes(Graph* g) {
   return absl::OkStatus();
 }
 
-// The nodes pruning added (_Arg for feeds, _Retval for fetches) go where
-// their tensor is: a feed to its first consumer's device, a fetch to its
-// producer's. Every CPU device shares host memory, so neither copies.
-Status DirectSession::PlaceStepNodes(Graph* g) const {
-  const std::string& cpu0 = device_mgr_->devices()[0]->name();
-  for (Node* n : g->nodes()) {
-    if (!n->assigned_device_name().empty()) continue;
-    std::string device = cpu0;
-    if (n->IsRetval()) {
-      for (const Edge* e : n->in_edges()) {
-        if (!e->IsControlEdge()) device = e->src()->assigned_device_name();
-      }
-    } else {
-      for (const Edge* e : n->out_edges()) {
-        if (!e->IsControlEdge() && !e->dst()->assigned_device_name().empty()) {
-          device = e->dst()->assigned_device_name();
-          break;
-        }
-      }
-    }
-    if (device.empty()) device = cpu0;
-    n->set_assigned_device_name(device);
-  }
-  return absl::OkStatus();
-}
-
-// Cuts the placed step graph into one graph per device, joined by
-// _Send/_Recv pairs over the step's rendezvous (runnel/graph/partition.h).
-Status DirectSession::Partition(ExecutorsAndKeys* ek) const {
-  PartitionOptions popts;
-  // Whitepaper §5.2: Recvs start as late as their consumers allow.
-  popts.scheduling_for_recvs =
-      options_.config.graph_options().enable_recv_scheduling();
-  popts.get_incarnation = [this](const std::string& name) -> uint64_t {
-    Device* d = device_mgr_->FindDevice(name);
-    return d == nullptr ? 0 : d->incarnation();
-  };
-  // HostMemory args travel by _HostSend/_HostRecv (framework/memory_types.h).
-  popts.output_in_host_memory = [this](const Node* n, int k) {
-    return InHostMemory(*n, k, /*output=*/true);
-  };
-  popts.input_in_host_memory = [this](const Node* n, int k) {
-    return InHostMemory(*n, k, /*output=*/false);
-  };
-  std::map<std::string, GraphDef> parts;
-  RETURN_IF_ERROR(runnel::Partition(popts, *ek->graph, &parts));
-  ImportGraphDefOptions iopts;
-  iopts.allow_internal_ops = true;
-  for (auto& [name, def] : parts) {
-    PartitionExec p;
-    p.device = device_mgr_->FindDevice(name);
-    if (p.device == nullptr) {
-      return errors::Internal("partition for unknown device '", name, "'");
-    }
-    p.graph = std::make_unique<Graph>();
-    RETURN_IF_ERROR(ImportGraphDef(def, p.graph.get(), iopts));
-    for (Node* n : p.graph->nodes()) n->set_assigned_device_name(name);
-    ek->partition_graph_defs.push_back(std::move(def));
-    ek->partitions.push_back(std::move(p));
-  }
-  return absl::OkStatus();
-}
-
-bool DirectSession::InHostMemory(const Node& n, int slot, bool output) const {
-  Device* d = device_mgr_->FindDevice(n.assigned_device_name());
-  if (d == nullptr || d->device_type() == kDeviceCpu) return false;
-  std::vector<MemoryType> in, out;
-  if (!MemoryTypesForNode(d->device_type(), n.props(), &in, &out).ok()) {
-    return false;  // Executor::Create reports the missing kernel.
-  }
-  const std::vector<MemoryType>& v = output ? out : in;
-  return slot >= 0 && slot < static_cast<int>(v.size()) &&
-         v[slot] == MemoryType::kHostMemory;
-}
-
 Status DirectSession::CreateKernel(Device* device, const Node& node,
                                    std::shared_ptr<OpKernel>* kernel) {
   const bool share = node.IsStateful() && !node.type_string().empty() &&
@@ -519,30 +378,6 @@ Status DirectSession::CreateKernel(Device* device, const Node& node,
   return absl::OkStatus();
 }
 
-Status DirectSession::CheckFeeds(
-    const ExecutorsAndKeys& ek,
-    const std::vector<std::pair<std::string, Tensor>>& inputs) const {
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i].second;
-    const DataType want = ek.info.feed_types[i];
-    if (t.dtype() != want) {
-      return errors::InvalidArgument(
-          "feed '", inputs[i].first, "' has dtype ", DataTypeString(t.dtype()),
-          " but the graph expects ", DataTypeString(want));
-    }
-    if (!t.IsInitialized()) {
-      return errors::InvalidArgument("feed '", inputs[i].first,
-                                     "' is an uninitialized tensor");
-    }
-    if (!ek.feed_shapes[i].IsCompatibleWith(t.shape())) {
-      return errors::InvalidArgument(
-          "feed '", inputs[i].first, "' has shape ", t.shape().DebugString(),
-          " but the placeholder's shape is ", ek.feed_shapes[i].DebugString());
-    }
-  }
-  return absl::OkStatus();
-}
-
 Status DirectSession::Run(
     const RunOptions& options,
     const std::vector<std::pair<std::string, Tensor>>& inputs,
@@ -558,7 +393,7 @@ Status DirectSession::Run(
   }
   ASSIGN_OR_RETURN(auto ek,
                    GetOrCreateExecutor(inputs, output_names, target_names));
-  RETURN_IF_ERROR(CheckFeeds(*ek, inputs));
+  RETURN_IF_ERROR(CheckFeedValues(ek->info, ek->feed_shapes, inputs));
 
   StepCallFrame frame(inputs, static_cast<int>(output_names.size()));
   CancellationManager cm;
@@ -581,117 +416,46 @@ Status DirectSession::Run(
     return errors::Cancelled("session has been closed");
   }
 
-  const size_t num_parts = ek->partitions.size();
-  absl::InlinedVector<std::unique_ptr<StepStatsCollector>, 2> collectors;
-  if (options.trace_level() != RunOptions::NO_TRACE &&
-      run_metadata != nullptr) {
-    for (const PartitionExec& p : ek->partitions) {
-      collectors.push_back(
-          std::make_unique<StepStatsCollector>(p.device->name()));
-    }
-  }
-  // Partitions meet in a fresh rendezvous; cancelling the step (Close, a
-  // timeout) aborts it, so no Recv waits for a Send that will never come.
-  std::unique_ptr<LocalRendezvous> rendezvous;
-  CancellationManager::Token abort_token = 0;
-  bool abort_registered = false;
-  if (num_parts > 1) {
-    rendezvous = std::make_unique<LocalRendezvous>();
-    abort_token = cm.NewToken();
-    LocalRendezvous* r = rendezvous.get();
-    abort_registered = cm.RegisterCallback(abort_token, [r] {
-      r->StartAbort(errors::Cancelled("the step was cancelled"));
-    });
-    if (!abort_registered) {
-      rendezvous->StartAbort(errors::Cancelled("the step was cancelled"));
-    }
-  }
   StepResources step_resources;  // TensorArrays and stacks die with the step.
-  const int64_t step_id = next_step_id_.fetch_add(1);
-  absl::InlinedVector<Executor::Args, 2> args(num_parts);
-  for (size_t i = 0; i < num_parts; ++i) {
-    Executor::Args& a = args[i];
-    a.step_id = step_id;
-    a.call_frame = &frame;
-    a.cancellation_manager = &cm;
-    a.resource_manager = ek->partitions[i].device->resource_manager();
-    a.step_resources = &step_resources;
-    a.stats = collectors.empty() ? nullptr : collectors[i].get();
-    a.rendezvous = rendezvous.get();
-  }
-
   int64_t timeout_ms = options.timeout_in_ms();
   if (timeout_ms <= 0) timeout_ms = options_.config.operation_timeout_in_ms();
-
-  // Every partition reports once; the first error aborts the others (so they
-  // stop waiting on Recvs) and is the step's result.
-  // Every partition reports once; the first error aborts the others (so they
-  // stop waiting on Recvs) and is the step's result. The callback captures
-  // one pointer, so making it a DoneCallback allocates nothing.
-  struct StepDone {
-    absl::Notification done;
-    absl::Mutex mu;
-    Status status;
-    std::atomic<size_t> pending;
-    Rendezvous* rendezvous;
-  } step{{}, {}, {}, {num_parts}, rendezvous.get()};
-  auto on_done = [st = &step](const Status& s) {
-    if (!s.ok()) {
-      bool first = false;
-      {
-        absl::MutexLock l(&st->mu);
-        // The first error wins, except that a partition's Cancelled or
-        // Aborted caused by another's error (the abort below) gives way to
-        // that error, whichever reports first.
-        auto derived = [](const Status& x) {
-          return x.code() == absl::StatusCode::kCancelled ||
-                 x.code() == absl::StatusCode::kAborted;
-        };
-        if (st->status.ok()) {
-          st->status = s;
-          first = true;
-        } else if (derived(st->status) && !derived(s)) {
-          st->status = s;
-        }
-      }
-      if (first && st->rendezvous != nullptr) st->rendezvous->StartAbort(s);
-    }
-    if (st->pending.fetch_sub(1) == 1) st->done.Notify();
-  };
+  PartitionedExecutor::Args args;
+  args.step_id = next_step_id_.fetch_add(1);
+  args.call_frame = &frame;
+  args.cancellation_manager = &cm;
+  args.step_resources = &step_resources;
+  const bool trace =
+      options.trace_level() != RunOptions::NO_TRACE && run_metadata != nullptr;
+  if (trace) args.step_stats = run_metadata->mutable_step_stats();
   // The executor runs cheap nodes inline on the thread that starts it: a
   // step that must be interruptible (an endless loop of cheap nodes) starts
-  // on the pool while this thread keeps the clock, and every partition but
-  // the first starts on the pool so the devices run concurrently.
-  for (size_t i = 0; i < num_parts; ++i) {
-    if (i > 0 || timeout_ms > 0) {
-      Executor* e = ek->partitions[i].executor.get();
-      Executor::Args* a = &args[i];
-      CpuThreadPool()->Schedule([e, a, &on_done] { e->RunAsync(*a, on_done); });
-    }
-  }
-  if (timeout_ms <= 0) ek->partitions[0].executor->RunAsync(args[0], on_done);
+  // on the pool while this thread keeps the clock.
+  args.run_first_inline = timeout_ms <= 0;
+  absl::Notification done;
+  Status status;
+  ek->executor->RunAsync(args, [&](const Status& s) {
+    status = s;
+    done.Notify();
+  });
   bool timed_out = false;
   if (timeout_ms > 0) {
-    if (!step.done.WaitForNotificationWithTimeout(
-            absl::Milliseconds(timeout_ms))) {
+    if (!done.WaitForNotificationWithTimeout(absl::Milliseconds(timeout_ms))) {
       timed_out = true;
       cm.StartCancel();
-      step.done.WaitForNotification();
+      done.WaitForNotification();
     }
   } else {
-    step.done.WaitForNotification();
+    done.WaitForNotification();
   }
-  if (abort_registered) cm.DeregisterCallback(abort_token);
   unregister();
   if (timed_out) {
     return errors::DeadlineExceeded("step timed out after ", timeout_ms, " ms");
   }
-  if (!step.status.ok()) return step.status;
+  if (!status.ok()) return status;
 
   if (run_metadata != nullptr) {
-    for (auto& c : collectors) c->Finalize(run_metadata->mutable_step_stats());
     if (options.output_partition_graphs()) {
-      for (const GraphDef& g : ek->partition_graph_defs) {
+      for (const GraphDef& g : ek->executor->partition_graph_defs()) {
         *run_metadata->add_partition_graphs() = g;
       }
     }
@@ -714,7 +478,43 @@ Status DirectSession::Run(
 
 }  // namespace
 
+namespace {
+
+absl::Mutex factories_mu(absl::kConstInit);
+
+absl::flat_hash_map<std::string, SessionFactory>& Factories()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(factories_mu) {
+  static auto* f = new absl::flat_hash_map<std::string, SessionFactory>;
+  return *f;
+}
+
+}  // namespace
+
+void RegisterSessionFactory(const std::string& scheme, SessionFactory factory) {
+  absl::MutexLock l(&factories_mu);
+  Factories()[scheme] = std::move(factory);
+}
+
 StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
+  if (!options.target.empty() && options.target != "local") {
+    const size_t colon = options.target.find("://");
+    const std::string scheme = colon == std::string::npos
+                                   ? options.target
+                                   : options.target.substr(0, colon);
+    SessionFactory factory;
+    {
+      absl::MutexLock l(&factories_mu);
+      auto it = Factories().find(scheme);
+      if (it != Factories().end()) factory = it->second;
+    }
+    if (!factory) {
+      return errors::InvalidArgument(
+          "no session factory for target '", options.target,
+          "' (\"grpc://host:port\" needs the distributed runtime, "
+          "runnel_distributed, linked in)");
+    }
+    return factory(options);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices,
                    NewLocalDeviceMgr(options.config));
   return std::unique_ptr<Session>(

@@ -18,6 +18,7 @@
 #ifndef RUNNEL_RUNTIME_SESSION_H_
 #define RUNNEL_RUNTIME_SESSION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,6 +33,11 @@ namespace runnel {
 
 struct SessionOptions {
   ConfigProto config;
+
+  // Where the session runs: "" (or "local") in this process; a registered
+  // scheme otherwise, e.g. "grpc://host:port" for a cluster's master
+  // (runnel/distributed, which registers "grpc").
+  std::string target;
 
   // Untrusted mode, for graphs from someone who should not reach this
   // process's files (a GraphDef downloaded, uploaded, fuzzed). Create and
@@ -100,9 +106,17 @@ class Session {
   virtual std::vector<std::string> ListDevices() const = 0;
 };
 
-// A session running in this process on the local devices.
+// A session running in this process on the local devices, or, when
+// options.target names a scheme ("grpc://..."), one made by the factory
+// registered for it. InvalidArgument for a target no factory serves.
 StatusOr<std::unique_ptr<Session>> NewSession(
     const SessionOptions& options = {});
+
+// Makes sessions for targets "<scheme>://..."; registered once per scheme
+// (later registrations replace earlier ones).
+using SessionFactory = std::function<StatusOr<std::unique_ptr<Session>>(
+    const SessionOptions& options)>;
+void RegisterSessionFactory(const std::string& scheme, SessionFactory factory);
 
 }  // namespace runnel
 

@@ -1,0 +1,260 @@
+// The distributed runtime end to end on loopback: in-process clusters of
+// servers (testing/local_cluster.h), sessions through "grpc://" targets,
+// graphs whose variables live on a PS task and whose compute lives on
+// workers, checked against the same graph in one process.
+#include <gtest/gtest.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "runnel/distributed/grpc_session.h"
+#include "runnel/graph/graph_def.h"
+#include "runnel/runtime/session.h"
+#include "testing/local_cluster.h"
+#include "testing/op_test_util.h"
+
+namespace runnel {
+namespace {
+
+constexpr char kPs[] = "/job:ps/replica:0/task:0/device:CPU:0";
+constexpr char kW0[] = "/job:worker/replica:0/task:0/device:CPU:0";
+constexpr char kW1[] = "/job:worker/replica:0/task:1/device:CPU:0";
+
+GraphDef Text(const std::string& text) {
+  GraphDef g;
+  Status s = ParseGraphDefText(text, &g);
+  EXPECT_TRUE(s.ok()) << s;
+  return g;
+}
+
+std::string Node(const std::string& name, const std::string& op,
+                 const std::vector<std::string>& inputs,
+                 const std::string& device, const std::string& attrs = "") {
+  std::string s = absl::StrCat(R"(node { name: ")", name, R"(" op: ")", op,
+                               R"(" device: ")", device, R"(" )");
+  for (const std::string& in : inputs) {
+    absl::StrAppend(&s, R"(input: ")", in, R"(" )");
+  }
+  return absl::StrCat(s, attrs, " }\n");
+}
+
+std::string TFloat() { return R"(attr { key: "T" value { type: DT_FLOAT } })"; }
+
+std::string ConstVec(const std::string& name, const std::vector<float>& v,
+                     const std::string& device) {
+  std::string vals;
+  for (float f : v) absl::StrAppend(&vals, " float_val: ", f);
+  std::string shape =
+      v.size() == 1 ? "" : absl::StrCat("dim { size: ", v.size(), " }");
+  return Node(name, "Const", {}, device,
+              absl::StrCat(R"(attr { key: "dtype" value { type: DT_FLOAT } }
+                 attr { key: "value" value { tensor { dtype: DT_FLOAT
+                 tensor_shape { )",
+                           shape, " } ", vals, " } } }"));
+}
+
+std::string PlaceholderF(const std::string& name, const std::string& device) {
+  return Node(name, "Placeholder", {}, device,
+              R"(attr { key: "dtype" value { type: DT_FLOAT } })");
+}
+
+GraphDef StripDevices(GraphDef g) {
+  for (NodeDef& n : *g.mutable_node()) n.clear_device();
+  return g;
+}
+
+std::unique_ptr<Session> Open(const std::string& target, const GraphDef& g) {
+  SessionOptions o;
+  o.target = target;
+  auto s = NewGrpcSession(o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return nullptr;
+  Status c = (*s)->Create(g);
+  EXPECT_TRUE(c.ok()) << c;
+  return std::move(*s);
+}
+
+Tensor Vec(const std::vector<float>& v) {
+  Tensor t(DT_FLOAT, TensorShape({static_cast<int64_t>(v.size())}));
+  for (size_t i = 0; i < v.size(); ++i) t.flat<float>()[i] = v[i];
+  return t;
+}
+
+TEST(DistributedTest, OneTaskClusterRunsAGraph) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  GraphDef g = Text(PlaceholderF("x", "") + ConstVec("c", {3}, "") +
+                    Node("y", "Mul", {"x", "c"}, "", TFloat()) +
+                    Node("z", "Add", {"y", "c"}, "", TFloat()));
+  auto session = Open((*cluster)->target("worker", 0), g);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  ASSERT_OK(session->Run({{"x", Vec({2, -1})}}, {"z", "y:0"}, {}, &out));
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].flat<float>()[0], 9.f);
+  EXPECT_EQ(out[0].flat<float>()[1], 0.f);
+  EXPECT_EQ(out[1].flat<float>()[0], 6.f);
+  std::vector<std::string> devices = session->ListDevices();
+  ASSERT_EQ(devices.size(), 1u);
+  EXPECT_EQ(devices[0], kW0);
+  ASSERT_OK(session->Close());
+}
+
+// w lives on the PS; the forward product on worker 0, the gradient on
+// worker 1, the update back on the PS: three partitions joined by
+// RecvTensor, which must train exactly as one process does.
+std::string TrainGraph() {
+  return Node("w", "VariableV2", {}, kPs,
+              R"(attr { key: "dtype" value { type: DT_FLOAT } }
+                 attr { key: "shape" value { shape { dim { size: 2 } } } })") +
+         ConstVec("w0", {1, -1}, kPs) +
+         Node("init", "Assign", {"w", "w0"}, kPs, TFloat()) +
+         PlaceholderF("x", kW0) + Node("wr", "Identity", {"w"}, kPs, TFloat()) +
+         Node("p", "Mul", {"wr", "x"}, kW0, TFloat()) +
+         ConstVec("two", {2}, kW1) +
+         Node("px", "Mul", {"p", "x"}, kW1, TFloat()) +
+         Node("g", "Mul", {"two", "px"}, kW1, TFloat()) +
+         ConstVec("lr", {0.1f}, kPs) +
+         Node("train", "ApplyGradientDescent", {"w", "lr", "g"}, kPs, TFloat());
+}
+
+TEST(DistributedTest, PsAndTwoWorkersTrainExactlyLikeOneProcess) {
+  auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 2}});
+  ASSERT_OK(cluster.status());
+  const GraphDef g = Text(TrainGraph());
+  auto remote = Open((*cluster)->target("worker", 0), g);
+  ASSERT_NE(remote, nullptr);
+  auto local = NewSession();
+  ASSERT_OK(local.status());
+  ASSERT_OK((*local)->Create(StripDevices(g)));
+
+  ASSERT_OK(remote->Run({}, {}, {"init"}, nullptr));
+  ASSERT_OK((*local)->Run({}, {}, {"init"}, nullptr));
+  const Tensor x = Vec({0.5f, 2.f});
+  for (int step = 0; step < 5; ++step) {
+    std::vector<Tensor> r, l;
+    RunOptions opts;
+    opts.set_output_partition_graphs(true);
+    RunMetadata md;
+    ASSERT_OK(remote->Run(opts, {{"x", x}}, {"train"}, {}, &r, &md));
+    ASSERT_OK((*local)->Run({{"x", x}}, {"train"}, {}, &l));
+    EXPECT_EQ(md.partition_graphs_size(), 3);
+    ASSERT_EQ(r[0].NumElements(), 2);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(r[0].flat<float>()[i], l[0].flat<float>()[i]) << step;
+    }
+  }
+  // Closed form: w_i <- w_i (1 - 0.2 x_i^2).
+  std::vector<Tensor> w;
+  ASSERT_OK(remote->Run({}, {"wr"}, {}, &w));
+  EXPECT_FLOAT_EQ(w[0].flat<float>()[0], std::pow(1.f - 0.2f * 0.25f, 5));
+  EXPECT_FLOAT_EQ(w[0].flat<float>()[1], -std::pow(1.f - 0.2f * 4.f, 5));
+
+  // Between-graph replication: another client's session, through another
+  // task, sees the PS's variable as it is (no init).
+  auto other = Open((*cluster)->target("worker", 1), g);
+  ASSERT_NE(other, nullptr);
+  std::vector<Tensor> w2;
+  ASSERT_OK(other->Run({}, {"wr"}, {}, &w2));
+  EXPECT_EQ(w2[0].flat<float>()[0], w[0].flat<float>()[0]);
+  EXPECT_EQ(w2[0].flat<float>()[1], w[0].flat<float>()[1]);
+}
+
+TEST(DistributedTest, ErrorsNameTheNodeAndTheClusterKeepsServing) {
+  auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 2}});
+  ASSERT_OK(cluster.status());
+  // A Reshape of 2 elements to 3 fails on worker 1; worker 0 waits for it.
+  const std::string shape3 = ConstVec("bad_shape", {3}, kW1);
+  GraphDef g = Text(
+      PlaceholderF("x", kW0) + Node("y", "Identity", {"x"}, kW0, TFloat()) +
+      Node("shape", "Const", {}, kW1,
+           R"(attr { key: "dtype" value { type: DT_INT32 } }
+              attr { key: "value" value { tensor { dtype: DT_INT32
+              tensor_shape { dim { size: 1 } } int_val: 3 } } })") +
+      Node("r", "Reshape", {"y", "shape"}, kW1,
+           TFloat() + R"( attr { key: "Tshape" value { type: DT_INT32 } })") +
+      Node("out", "Identity", {"r"}, kW0, TFloat()) +
+      Node("ok", "Mul", {"y", "y"}, kPs, TFloat()));
+  auto session = Open((*cluster)->target("worker", 0), g);
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  Status s = session->Run({{"x", Vec({1, 2})}}, {"out"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "r")) << s;
+  // The same session and cluster still run steps.
+  ASSERT_OK(session->Run({{"x", Vec({1, 2})}}, {"ok"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[1], 4.f);
+  // A bad feed is refused before anything runs.
+  s = session->Run({{"x", Tensor(DT_INT32, TensorShape({}))}}, {"ok"}, {},
+                   &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "feed 'x'")) << s;
+  // Unknown fetch names are InvalidArgument too.
+  s = session->Run({}, {"nope"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+}
+
+TEST(DistributedTest, MasterRejectsUnknownHandlesAndRetries) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  Master* master = (*cluster)->server("worker", 0)->master();
+  RunStepRequest req;
+  req.set_session_handle("no-such-session");
+  req.add_fetch("x");
+  RunStepResponse resp;
+  Status s = master->RunStep(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "no-such-session")) << s;
+  req.set_request_id(42);
+  (void)master->RunStep(req, &resp);
+  s = master->RunStep(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "already received")) << s;
+}
+
+TEST(DistributedTest, RecvTensorChecksKeysAndIncarnations) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  Server* server = (*cluster)->server("worker", 0);
+  Worker* worker = server->worker();
+  const Device* d = server->device_mgr()->devices()[0];
+  RecvTensorRequest req;
+  RecvTensorResponse resp;
+  req.set_step_id(7);
+  req.set_rendezvous_key("not a key");
+  EXPECT_EQ(worker->RecvTensor(req, &resp).code(),
+            absl::StatusCode::kInvalidArgument);
+  // A key from before a restart: another incarnation of the device.
+  req.set_rendezvous_key(
+      Rendezvous::CreateKey(d->name(), d->incarnation() ^ 1, kW0, "edge", {}));
+  Status s = worker->RecvTensor(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "restarted")) << s;
+  // A step that was cleaned up answers at once instead of waiting.
+  CleanupGraphRequest creq;
+  creq.set_step_id(7);
+  CleanupGraphResponse cresp;
+  ASSERT_OK(worker->CleanupGraph(creq, &cresp));
+  req.set_rendezvous_key(
+      Rendezvous::CreateKey(d->name(), d->incarnation(), kW0, "edge", {}));
+  s = worker->RecvTensor(req, &resp, 5000);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+}
+
+TEST(DistributedTest, NewSessionRoutesGrpcTargets) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  SessionOptions o;
+  o.target = "nosuch://x";
+  EXPECT_EQ(NewSession(o).status().code(), absl::StatusCode::kInvalidArgument);
+  RegisterGrpcSessionFactory();
+  o.target = (*cluster)->target("worker", 0);
+  auto s = NewSession(o);
+  ASSERT_OK(s.status());
+  ASSERT_OK((*s)->Create(Text(ConstVec("c", {5}, ""))));
+  std::vector<Tensor> out;
+  ASSERT_OK((*s)->Run({}, {"c"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], 5.f);
+}
+
+}  // namespace
+}  // namespace runnel

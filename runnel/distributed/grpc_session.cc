@@ -1,0 +1,214 @@
+#include "runnel/distributed/grpc_session.h"
+
+#include <chrono>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/random/random.h"
+#include "absl/strings/match.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "grpcpp/generic/generic_stub.h"
+#include "proto/master.pb.h"
+
+namespace runnel {
+namespace {
+
+class GrpcSession final : public Session {
+ public:
+  GrpcSession(const SessionOptions& options,
+              std::shared_ptr<grpc::Channel> channel)
+      : options_(options), channel_(std::move(channel)), stub_(channel_) {}
+
+  ~GrpcSession() override { (void)Close(); }
+
+  Status Create(const GraphDef& graph) override {
+    absl::MutexLock l(&mu_);
+    if (!handle_.empty()) {
+      return errors::AlreadyExists(
+          "session already has a graph; use Extend to add nodes");
+    }
+    return CreateLocked(graph);
+  }
+
+  Status Extend(const GraphDef& graph) override {
+    absl::MutexLock l(&mu_);
+    if (handle_.empty()) return CreateLocked(graph);
+    if (options_.untrusted)
+      RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
+    ExtendSessionRequest req;
+    req.set_session_handle(handle_);
+    *req.mutable_graph_def() = graph;
+    req.set_current_graph_version(version_);
+    ExtendSessionResponse resp;
+    RETURN_IF_ERROR(Call("ExtendSession", req, &resp, 0));
+    version_ = resp.new_graph_version();
+    return absl::OkStatus();
+  }
+
+  Status Run(const RunOptions& options,
+             const std::vector<std::pair<std::string, Tensor>>& inputs,
+             const std::vector<std::string>& output_names,
+             const std::vector<std::string>& target_names,
+             std::vector<Tensor>* outputs, RunMetadata* run_metadata) override {
+    if (outputs == nullptr && !output_names.empty()) {
+      return errors::InvalidArgument(
+          "Run was given fetches but a null outputs vector");
+    }
+    RunStepRequest req;
+    {
+      absl::MutexLock l(&mu_);
+      if (handle_.empty()) {
+        return errors::FailedPrecondition(
+            "the session has no graph (call Create first)");
+      }
+      req.set_session_handle(handle_);
+    }
+    for (const auto& [name, value] : inputs) {
+      NamedTensorProto* f = req.add_feed();
+      f->set_name(name);
+      value.AsProtoTensorContent(f->mutable_tensor());
+    }
+    for (const std::string& f : output_names) req.add_fetch(f);
+    for (const std::string& t : target_names) req.add_target(t);
+    *req.mutable_options() = options;
+    req.set_request_id(NewRequestId());
+    int64_t timeout_ms = options.timeout_in_ms();
+    if (timeout_ms <= 0) timeout_ms = options_.config.operation_timeout_in_ms();
+    RunStepResponse resp;
+    // The master enforces the step's timeout; the call gets a margin.
+    RETURN_IF_ERROR(
+        Call("RunStep", req, &resp, timeout_ms > 0 ? timeout_ms + 5000 : 0));
+    if (resp.status_code() != error::OK) {
+      return Status(static_cast<absl::StatusCode>(resp.status_code()),
+                    resp.status_error_message());
+    }
+    if (outputs != nullptr) {
+      absl::flat_hash_map<std::string, const TensorProto*> by_name;
+      for (const NamedTensorProto& t : resp.tensor()) {
+        by_name[t.name()] = &t.tensor();
+      }
+      outputs->clear();
+      for (const std::string& name : output_names) {
+        auto it = by_name.find(name);
+        if (it == by_name.end()) {
+          return errors::Internal("the master did not return fetch '", name,
+                                  "'");
+        }
+        ASSIGN_OR_RETURN(Tensor t, Tensor::FromProto(*it->second));
+        outputs->push_back(std::move(t));
+      }
+    }
+    if (run_metadata != nullptr) run_metadata->Swap(resp.mutable_metadata());
+    return absl::OkStatus();
+  }
+
+  Status Close() override {
+    absl::MutexLock l(&mu_);
+    if (handle_.empty() || closed_) {
+      closed_ = true;
+      return absl::OkStatus();
+    }
+    closed_ = true;
+    CloseSessionRequest req;
+    req.set_session_handle(handle_);
+    CloseSessionResponse resp;
+    return Call("CloseSession", req, &resp, 10000);
+  }
+
+  std::vector<std::string> ListDevices() const override {
+    ListDevicesRequest req;
+    {
+      absl::MutexLock l(&mu_);
+      req.set_session_handle(handle_);
+    }
+    ListDevicesResponse resp;
+    std::vector<std::string> names;
+    if (!Call("ListDevices", req, &resp, 10000).ok()) return names;
+    for (const DeviceAttributes& d : resp.local_device()) {
+      names.push_back(d.name());
+    }
+    for (const DeviceAttributes& d : resp.remote_device()) {
+      names.push_back(d.name());
+    }
+    return names;
+  }
+
+ private:
+  Status CreateLocked(const GraphDef& graph)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (options_.untrusted)
+      RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
+    CreateSessionRequest req;
+    *req.mutable_graph_def() = graph;
+    *req.mutable_config() = options_.config;
+    req.set_target(options_.target);
+    CreateSessionResponse resp;
+    RETURN_IF_ERROR(Call("CreateSession", req, &resp, 0));
+    handle_ = resp.session_handle();
+    version_ = resp.graph_version();
+    return absl::OkStatus();
+  }
+
+  static int64_t NewRequestId() {
+    static absl::Mutex mu(absl::kConstInit);
+    static absl::BitGen* gen = new absl::BitGen;
+    absl::MutexLock l(&mu);
+    return absl::Uniform<int64_t>(*gen, 1, INT64_MAX);
+  }
+
+  Status Call(const char* method, const google::protobuf::MessageLite& req,
+              google::protobuf::MessageLite* resp, int64_t timeout_ms) const {
+    grpc::ClientContext ctx;
+    if (timeout_ms > 0) {
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(timeout_ms));
+    }
+    grpc::ByteBuffer in, out;
+    SerializeToByteBuffer(req, &in);
+    const std::string name = absl::StrCat("/tensorflow.MasterService/", method);
+    absl::Notification done;
+    grpc::Status gs;
+    stub_.UnaryCall(&ctx, name, grpc::StubOptions(), &in, &out,
+                    [&](const grpc::Status& s) {
+                      gs = s;
+                      done.Notify();
+                    });
+    done.WaitForNotification();
+    Status s = FromGrpcStatus(gs);
+    if (s.code() == absl::StatusCode::kUnavailable) {
+      return errors::Unavailable(method, " to master ", options_.target,
+                                 " failed: ", s.message());
+    }
+    RETURN_IF_ERROR(s);
+    return ParseFromByteBuffer(out, resp, name);
+  }
+
+  const SessionOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  mutable grpc::GenericStub stub_;
+  mutable absl::Mutex mu_;
+  std::string handle_ ABSL_GUARDED_BY(mu_);
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Session>> NewGrpcSession(const SessionOptions& options,
+                                                  const TlsFiles& tls) {
+  if (!absl::StartsWith(options.target, "grpc://")) {
+    return errors::InvalidArgument("target '", options.target,
+                                   "' is not grpc://host:port");
+  }
+  ASSIGN_OR_RETURN(auto credentials, MakeChannelCredentials(tls));
+  return std::unique_ptr<Session>(
+      new GrpcSession(options, NewChannel(options.target, credentials)));
+}
+
+void RegisterGrpcSessionFactory() {
+  RegisterSessionFactory("grpc", [](const SessionOptions& options) {
+    return NewGrpcSession(options);
+  });
+}
+
+}  // namespace runnel

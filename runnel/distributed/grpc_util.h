@@ -1,0 +1,122 @@
+// Glue between gRPC and the rest of Runnel: status codes, messages in
+// grpc::ByteBuffers, channels, and a generic service that serves methods by
+// their full wire name.
+//
+// Note [Wire method names]: TensorFlow's master and worker services are
+// called as "/tensorflow.MasterService/<Method>" and
+// "/tensorflow.WorkerService/<Method>". Its .proto files say `package
+// tensorflow.grpc`, so generated stubs would use other names; TensorFlow
+// registers its hand-written names through gRPC's generic API, and so do we
+// (RpcService below), which is what lets a TF client or worker talk to us.
+#ifndef RUNNEL_DISTRIBUTED_GRPC_UTIL_H_
+#define RUNNEL_DISTRIBUTED_GRPC_UTIL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "google/protobuf/message_lite.h"
+#include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/grpcpp.h"
+#include "runnel/base/status.h"
+#include "runnel/base/threadpool.h"
+
+namespace runnel {
+
+using StatusCallback = std::function<void(const Status&)>;
+
+// The same numeric codes on both sides (TF's error.Code, absl, gRPC).
+grpc::Status ToGrpcStatus(const Status& s);
+Status FromGrpcStatus(const grpc::Status& s);
+
+// Serializes `msg` into `out`.
+void SerializeToByteBuffer(const google::protobuf::MessageLite& msg,
+                           grpc::ByteBuffer* out);
+// InvalidArgument naming `what` if the bytes are not a valid message.
+Status ParseFromByteBuffer(const grpc::ByteBuffer& buf,
+                           google::protobuf::MessageLite* msg,
+                           absl::string_view what);
+
+// TLS with mutual authentication: PEM file paths. All empty: plaintext.
+struct TlsFiles {
+  std::string cert;  // This side's certificate chain.
+  std::string key;   // Its private key.
+  std::string ca;    // The CA that signs every peer's certificate.
+  bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
+};
+
+// Credentials for a server that refuses peers without a certificate signed
+// by `files.ca`; InvalidArgument naming a file that cannot be read.
+StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
+    const TlsFiles& files);
+StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeChannelCredentials(
+    const TlsFiles& files);
+
+// A channel to "host:port" (or "grpc://host:port") with TensorFlow's
+// settings: unlimited message sizes, 1 s reconnect backoff.
+std::shared_ptr<grpc::Channel> NewChannel(
+    const std::string& address,
+    const std::shared_ptr<grpc::ChannelCredentials>& credentials);
+
+// Serves methods by full wire name. A handler reads `request`, fills
+// `response` and calls `done` once, from any thread; an error status goes
+// back as the RPC's status. Unknown methods get UNIMPLEMENTED naming them.
+// Handlers registered as blocking run on this service's own thread pool
+// (they may wait on other RPCs); the others run on gRPC's threads and must
+// not block.
+class RpcService final : public grpc::CallbackGenericService {
+ public:
+  using Handler =
+      std::function<void(const grpc::ByteBuffer& request,
+                         grpc::ByteBuffer* response, StatusCallback done)>;
+
+  explicit RpcService(int blocking_threads);
+  ~RpcService() override;
+
+  // Registers before the server starts.
+  void Register(const std::string& method, Handler handler, bool blocking);
+
+  // Registers a typed handler: the request is parsed (InvalidArgument
+  // naming the method when it does not), the response serialized.
+  template <class Request, class Response>
+  void RegisterTyped(
+      const std::string& method,
+      std::function<void(const Request*, Response*, StatusCallback)> fn,
+      bool blocking) {
+    Register(
+        method,
+        [method, fn](const grpc::ByteBuffer& request,
+                     grpc::ByteBuffer* response, StatusCallback done) {
+          struct Call {
+            Request req;
+            Response resp;
+          };
+          auto call = std::make_shared<Call>();
+          Status s = ParseFromByteBuffer(request, &call->req, method);
+          if (!s.ok()) return done(s);
+          fn(&call->req, &call->resp,
+             [call, response, done = std::move(done)](const Status& s) {
+               if (s.ok()) SerializeToByteBuffer(call->resp, response);
+               done(s);
+             });
+        },
+        blocking);
+  }
+
+  grpc::ServerGenericBidiReactor* CreateReactor(
+      grpc::GenericCallbackServerContext* context) override;
+
+ private:
+  struct Entry {
+    Handler handler;
+    bool blocking = false;
+  };
+  class Reactor;
+  absl::flat_hash_map<std::string, Entry> methods_;
+  ThreadPool pool_;
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_DISTRIBUTED_GRPC_UTIL_H_

@@ -1,0 +1,164 @@
+#include "runnel/distributed/grpc_worker_cache.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/generic/generic_stub.h"
+
+namespace runnel {
+
+void CallOptions::StartCancel() {
+  std::function<void()> cancel;
+  {
+    absl::MutexLock l(&mu_);
+    if (cancelled_) return;
+    cancelled_ = true;
+    cancel = std::move(cancel_);
+    cancel_ = nullptr;
+  }
+  if (cancel) cancel();
+}
+
+void CallOptions::SetCancelCallback(std::function<void()> cancel) {
+  {
+    absl::MutexLock l(&mu_);
+    if (!cancelled_) {
+      cancel_ = std::move(cancel);
+      return;
+    }
+  }
+  cancel();
+}
+
+void CallOptions::ClearCancelCallback() {
+  absl::MutexLock l(&mu_);
+  cancel_ = nullptr;
+}
+
+namespace {
+
+class GrpcRemoteWorker final : public WorkerInterface {
+ public:
+  GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string task)
+      : channel_(std::move(channel)), stub_(channel_), task_(std::move(task)) {}
+
+#define RUNNEL_DEFINE_REMOTE(M)                                        \
+  void M##Async(CallOptions* opts, const M##Request* request,          \
+                M##Response* response, StatusCallback done) override { \
+    Call(opts, "/tensorflow.WorkerService/" #M, *request, response,    \
+         std::move(done));                                             \
+  }
+  RUNNEL_WORKER_METHODS(RUNNEL_DEFINE_REMOTE)
+#undef RUNNEL_DEFINE_REMOTE
+
+ private:
+  void Call(CallOptions* opts, const char* method,
+            const google::protobuf::MessageLite& request,
+            google::protobuf::MessageLite* response, StatusCallback done) {
+    struct State {
+      grpc::ClientContext ctx;
+      grpc::ByteBuffer req, resp;
+    };
+    auto* st = new State;
+    if (opts != nullptr && opts->timeout_ms() > 0) {
+      st->ctx.set_deadline(std::chrono::system_clock::now() +
+                           std::chrono::milliseconds(opts->timeout_ms()));
+    }
+    if (opts != nullptr && opts->wait_for_ready()) {
+      st->ctx.set_wait_for_ready(true);
+    }
+    SerializeToByteBuffer(request, &st->req);
+    if (opts != nullptr) {
+      opts->SetCancelCallback([st] { st->ctx.TryCancel(); });
+    }
+    stub_.UnaryCall(
+        &st->ctx, method, grpc::StubOptions(), &st->req, &st->resp,
+        [this, st, opts, method, response,
+         done = std::move(done)](const grpc::Status& gs) {
+          if (opts != nullptr) opts->ClearCancelCallback();
+          Status s = FromGrpcStatus(gs);
+          if (s.ok()) {
+            s = ParseFromByteBuffer(st->resp, response, method);
+          } else if (s.code() == absl::StatusCode::kUnavailable ||
+                     s.code() == absl::StatusCode::kDeadlineExceeded) {
+            // Name the task: "which worker died" is the question to answer.
+            s = Status(s.code(), absl::StrCat(method, " to task ", task_,
+                                              " failed: ", s.message()));
+          }
+          delete st;
+          done(s);
+        });
+  }
+
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::GenericStub stub_;
+  const std::string task_;
+};
+
+}  // namespace
+
+std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
+    std::shared_ptr<grpc::Channel> channel, std::string task) {
+  return std::make_unique<GrpcRemoteWorker>(std::move(channel),
+                                            std::move(task));
+}
+
+GrpcWorkerCache::GrpcWorkerCache(
+    ClusterDef cluster, std::string local_task, WorkerInterface* local,
+    std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : local_task_(std::move(local_task)),
+      local_(local),
+      credentials_(std::move(credentials)) {
+  SetCluster(cluster);
+}
+
+void GrpcWorkerCache::SetCluster(const ClusterDef& cluster) {
+  absl::MutexLock l(&mu_);
+  std::map<std::string, std::string> fresh;
+  for (const JobDef& job : cluster.job()) {
+    for (const auto& [index, address] : job.tasks()) {
+      fresh[TaskName(job.name(), index)] = address;
+    }
+  }
+  // Workers handed out stay valid; a task whose address changed gets a new
+  // channel on its next GetWorker.
+  for (auto it = remote_.begin(); it != remote_.end();) {
+    auto f = fresh.find(it->first);
+    if (f == fresh.end() || f->second != addresses_[it->first]) {
+      retired_.push_back(std::move(it->second));
+      it = remote_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  addresses_ = std::move(fresh);
+}
+
+std::vector<std::string> GrpcWorkerCache::ListWorkers() const {
+  absl::MutexLock l(&mu_);
+  std::vector<std::string> out;
+  for (const auto& [task, _] : addresses_) out.push_back(task);
+  return out;
+}
+
+WorkerInterface* GrpcWorkerCache::GetWorker(const std::string& task) {
+  if (task == local_task_ && local_ != nullptr) return local_;
+  absl::MutexLock l(&mu_);
+  auto it = remote_.find(task);
+  if (it != remote_.end()) return it->second.get();
+  auto addr = addresses_.find(task);
+  if (addr == addresses_.end()) return nullptr;
+  auto worker =
+      NewGrpcRemoteWorker(NewChannel(addr->second, credentials_), task);
+  WorkerInterface* w = worker.get();
+  remote_[task] = std::move(worker);
+  return w;
+}
+
+std::string GrpcWorkerCache::GetAddress(const std::string& task) const {
+  absl::MutexLock l(&mu_);
+  auto it = addresses_.find(task);
+  return it == addresses_.end() ? "" : it->second;
+}
+
+}  // namespace runnel

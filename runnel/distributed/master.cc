@@ -1,0 +1,860 @@
+#include "runnel/distributed/master.h"
+
+#include <cstdio>
+#include <map>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "runnel/framework/attr_value.h"
+#include "runnel/framework/rendezvous.h"
+#include "runnel/graph/graph_def.h"
+#include "runnel/graph/partition.h"
+#include "runnel/graph/prune.h"
+#include "runnel/runtime/graph_optimizer.h"
+#include "runnel/runtime/placer.h"
+#include "runnel/runtime/step_graph.h"
+
+namespace runnel {
+namespace {
+
+// Deadline of the calls that end steps and sessions.
+constexpr int64_t kCloseTimeoutMs = 5000;
+
+// A device of another task, known by its attributes (for placement only).
+class RemoteDevice final : public Device {
+ public:
+  explicit RemoteDevice(const DeviceAttributes& attrs) : Device(attrs) {}
+  Allocator* GetAllocator() override { return nullptr; }
+  ThreadPool* intra_op_pool() override { return nullptr; }
+  ResourceMgr* resource_manager() override { return nullptr; }
+};
+
+int64_t NewId(int bits) {
+  static absl::Mutex mu(absl::kConstInit);
+  static absl::BitGen* gen = new absl::BitGen;
+  absl::MutexLock l(&mu);
+  return absl::Uniform<int64_t>(*gen, 1,
+                                bits >= 63 ? INT64_MAX : int64_t{1} << bits);
+}
+
+std::string TaskOf(const std::string& device) {
+  StatusOr<DeviceName> d = DeviceName::Parse(device);
+  return d.ok() ? TaskName(*d) : device;
+}
+
+// Calls `fn(i, done)` for i in [0, n) at once and waits for every `done`;
+// the first error (a Cancelled/Aborted it caused gives way to the cause).
+Status ParallelCalls(size_t n,
+                     const std::function<void(size_t, StatusCallback)>& fn) {
+  // Shared with the callbacks, which may still be unlocking it when the
+  // waiter wakes.
+  struct State {
+    absl::Mutex mu;
+    Status status;
+    size_t pending = 0;
+  };
+  auto st = std::make_shared<State>();
+  st->pending = n;
+  for (size_t i = 0; i < n; ++i) {
+    fn(i, [st](const Status& s) {
+      absl::MutexLock l(&st->mu);
+      if (!s.ok() && st->status.ok()) st->status = s;
+      --st->pending;
+    });
+  }
+  absl::MutexLock l(&st->mu);
+  st->mu.Await(absl::Condition(
+      +[](size_t* p) { return *p == 0; }, &st->pending));
+  return st->status;
+}
+
+}  // namespace
+
+// One task's share of a step signature.
+struct PartPlan {
+  std::string task;
+  WorkerInterface* worker = nullptr;
+  std::string graph_handle;
+  // (feed index, rendezvous key of its _Recv) and (fetch index, key of its
+  // _Send).
+  std::vector<std::pair<int, std::string>> feeds;
+  std::vector<std::pair<int, std::string>> fetches;
+};
+
+struct StepPlan {
+  PruneInfo info;
+  std::vector<PartialTensorShape> feed_shapes;
+  std::vector<PartPlan> parts;
+  std::vector<GraphDef> partition_graphs;
+};
+
+class MasterSession {
+ public:
+  MasterSession(std::string handle, const MasterEnv& env, ConfigProto config)
+      : handle_(std::move(handle)), env_(env), config_(std::move(config)) {}
+
+  const std::string& handle() const { return handle_; }
+
+  // Finds the devices, opens the worker sessions, imports the graph.
+  Status Create(const GraphDef& graph);
+  Status Extend(const GraphDef& graph, int64_t current_version,
+                int64_t* new_version);
+  // `feeds` are (name, value); `fetch_out` receives one TensorProto per
+  // fetch, in order.
+  Status Run(
+      const RunOptions& options,
+      const std::vector<std::pair<std::string, const TensorProto*>>& feeds,
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets,
+      std::vector<TensorProto>* fetch_out, RunMetadata* metadata);
+  void Close();
+  void ListDevices(ListDevicesResponse* response) const;
+
+  int64_t MakeCallable(const CallableOptions& options) {
+    absl::MutexLock l(&mu_);
+    callables_[++next_callable_] = options;
+    return next_callable_;
+  }
+  StatusOr<CallableOptions> GetCallable(int64_t handle) {
+    absl::MutexLock l(&mu_);
+    auto it = callables_.find(handle);
+    if (it == callables_.end()) {
+      return errors::InvalidArgument("session '", handle_, "' has no callable ",
+                                     handle);
+    }
+    return it->second;
+  }
+  Status ReleaseCallable(int64_t handle) {
+    absl::MutexLock l(&mu_);
+    if (callables_.erase(handle) == 0) {
+      return errors::InvalidArgument("session '", handle_, "' has no callable ",
+                                     handle);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  Status FindDevices() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  StatusOr<std::shared_ptr<StepPlan>> GetPlan(
+      const std::vector<std::string>& feeds,
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets);
+  StatusOr<std::shared_ptr<StepPlan>> BuildPlan(
+      const std::vector<std::string>& feeds,
+      const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status PlaceNodes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Asks every task of `plan` to end step `step_id` (aborting what runs).
+  void CleanupStep(const StepPlan& plan, int64_t step_id, bool wait);
+
+  const std::string handle_;
+  const MasterEnv& env_;
+  const ConfigProto config_;
+
+  absl::Mutex mu_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  // Tasks with a worker session, and the cluster's devices: this task's
+  // first (the default for unconstrained nodes), then the others'.
+  std::vector<std::string> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Device>> remote_devices_ ABSL_GUARDED_BY(mu_);
+  std::vector<Device*> devices_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> incarnations_ ABSL_GUARDED_BY(mu_);
+  Graph graph_ ABSL_GUARDED_BY(mu_);
+  int64_t graph_version_ ABSL_GUARDED_BY(mu_) = 0;
+  bool placed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::flat_hash_map<std::string, std::string> stateful_placements_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::shared_ptr<StepPlan>> plans_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<WorkerInterface*, std::string>> registered_
+      ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<int64_t, CallableOptions> callables_ ABSL_GUARDED_BY(mu_);
+  int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+Status MasterSession::FindDevices() {
+  std::vector<std::string> tasks;
+  for (const std::string& task : env_.workers->ListWorkers()) {
+    if (config_.device_filters_size() > 0) {
+      // ConfigProto.device_filters: only tasks some filter matches.
+      bool keep = false;
+      StatusOr<DeviceName> t = DeviceName::Parse(task);
+      for (const std::string& f : config_.device_filters()) {
+        StatusOr<DeviceName> spec = DeviceName::Parse(f);
+        if (!spec.ok()) {
+          return errors::InvalidArgument("bad device filter '", f,
+                                         "': ", spec.status().message());
+        }
+        DeviceName task_spec = *spec;
+        task_spec.type.clear();
+        task_spec.id = -1;
+        keep |= t.ok() && t->Matches(task_spec);
+      }
+      if (!keep && task != env_.local_task) continue;
+    }
+    tasks.push_back(task);
+  }
+  // GetStatus on every task, waiting for late ones (TF's DeviceFinder):
+  // each attempt waits up to 10 s, and the wait is logged.
+  int64_t budget_ms = config_.operation_timeout_in_ms() > 0
+                          ? config_.operation_timeout_in_ms()
+                          : env_.wait_for_workers_ms;
+  const absl::Time deadline = absl::Now() + absl::Milliseconds(budget_ms);
+  std::vector<GetStatusResponse> status(tasks.size());
+  std::vector<char> answered(tasks.size(), 0);
+  for (;;) {
+    std::vector<Status> errs(tasks.size());
+    const int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
+    const int64_t attempt =
+        std::max<int64_t>(1, std::min<int64_t>(10000, left));
+    std::vector<std::unique_ptr<CallOptions>> opts(tasks.size());
+    std::vector<GetStatusRequest> reqs(tasks.size());
+    ParallelCalls(tasks.size(), [&](size_t i, StatusCallback done) {
+      if (answered[i]) return done(absl::OkStatus());
+      WorkerInterface* w = env_.workers->GetWorker(tasks[i]);
+      if (w == nullptr) {
+        errs[i] = errors::Internal("no worker for ", tasks[i]);
+        return done(errs[i]);
+      }
+      opts[i] = std::make_unique<CallOptions>();
+      opts[i]->SetTimeout(attempt);
+      opts[i]->SetWaitForReady(true);
+      status[i].Clear();
+      w->GetStatusAsync(opts[i].get(), &reqs[i], &status[i],
+                        [&, i, done](const Status& s) {
+                          errs[i] = s;
+                          if (s.ok()) answered[i] = 1;
+                          done(s);
+                        });
+    }).IgnoreError();
+    std::vector<std::string> waiting;
+    Status last;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!answered[i]) {
+        waiting.push_back(tasks[i]);
+        last = errs[i];
+      }
+    }
+    if (waiting.empty()) break;
+    if (absl::Now() >= deadline) {
+      return errors::Unavailable(
+          "CreateSession: no response from ", absl::StrJoin(waiting, ", "),
+          " within ", budget_ms, " ms (last error: ", last.message(), ")");
+    }
+    std::fprintf(stderr,
+                 "runnel: CreateSession still waiting for response from "
+                 "worker: %s\n",
+                 absl::StrJoin(waiting, ", ").c_str());
+  }
+  // This task's devices first.
+  for (Device* d : env_.local_devices->devices()) {
+    devices_.push_back(d);
+    incarnations_[d->name()] = d->incarnation();
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (tasks[i] == env_.local_task) continue;
+    for (const DeviceAttributes& a : status[i].device_attributes()) {
+      if (TaskOf(a.name()) != tasks[i]) {
+        return errors::Internal("task ", tasks[i], " reported device '",
+                                a.name(), "', which is not one of its own");
+      }
+      remote_devices_.push_back(std::make_unique<RemoteDevice>(a));
+      devices_.push_back(remote_devices_.back().get());
+      incarnations_[a.name()] = a.incarnation();
+    }
+  }
+  // A worker session on every task.
+  std::vector<CreateWorkerSessionRequest> reqs(tasks.size());
+  std::vector<CreateWorkerSessionResponse> resps(tasks.size());
+  RETURN_IF_ERROR(
+      ParallelCalls(tasks.size(), [&](size_t i, StatusCallback done) {
+        reqs[i].set_session_handle(handle_);
+        *reqs[i].mutable_server_def() = env_.server_def;
+        reqs[i].set_isolate_session_state(config_.isolate_session_state());
+        env_.workers->GetWorker(tasks[i])->CreateWorkerSessionAsync(
+            nullptr, &reqs[i], &resps[i], done);
+      }));
+  tasks_ = std::move(tasks);
+  return absl::OkStatus();
+}
+
+Status MasterSession::Create(const GraphDef& graph) {
+  absl::MutexLock l(&mu_);
+  RETURN_IF_ERROR(FindDevices());
+  RETURN_IF_ERROR(ImportGraphDef(graph, &graph_));
+  ++graph_version_;
+  return absl::OkStatus();
+}
+
+Status MasterSession::Extend(const GraphDef& graph, int64_t current_version,
+                             int64_t* new_version) {
+  absl::MutexLock l(&mu_);
+  if (closed_) return errors::Cancelled("session has been closed");
+  if (current_version != graph_version_) {
+    return errors::Aborted("ExtendSession: the graph is at version ",
+                           graph_version_, ", the request says ",
+                           current_version, " (another client extended it?)");
+  }
+  RETURN_IF_ERROR(ImportGraphDef(graph, &graph_));
+  placed_ = false;
+  *new_version = ++graph_version_;
+  return absl::OkStatus();
+}
+
+Status MasterSession::PlaceNodes() {
+  for (Node* n : graph_.nodes()) {
+    auto it = stateful_placements_.find(n->name());
+    n->set_assigned_device_name(it != stateful_placements_.end() ? it->second
+                                                                 : "");
+  }
+  PlacerOptions opts;
+  opts.allow_soft_placement = config_.allow_soft_placement();
+  opts.log_device_placement = config_.log_device_placement();
+  std::vector<std::string> log;
+  RETURN_IF_ERROR(PlaceGraph(opts, devices_, &graph_,
+                             opts.log_device_placement ? &log : nullptr));
+  for (const std::string& line : log) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  for (Node* n : graph_.nodes()) {
+    if (n->IsStateful()) {
+      stateful_placements_[n->name()] = n->assigned_device_name();
+    }
+  }
+  placed_ = true;
+  return absl::OkStatus();
+}
+
+namespace {
+
+std::string PlanKey(const std::vector<std::string>& feeds,
+                    const std::vector<std::string>& fetches,
+                    const std::vector<std::string>& targets) {
+  return absl::StrCat(absl::StrJoin(feeds, ","), "->",
+                      absl::StrJoin(fetches, ","), "/",
+                      absl::StrJoin(targets, ","));
+}
+
+// Turns the _Arg/_Retval nodes of a task's partition into _Recv/_Send
+// nodes whose other end is the client (client_terminated): each reads or
+// writes the step's rendezvous under a key on its own device, which the
+// master fills from RunGraphRequest.send and reads from
+// RunGraphResponse.recv.
+Status ConvertArgsAndRetvals(const PruneInfo& info,
+                             const std::map<std::string, uint64_t>& inc,
+                             GraphDef* def, PartPlan* part) {
+  for (NodeDef& n : *def->mutable_node()) {
+    const bool is_arg = n.op() == "_Arg";
+    if (!is_arg && n.op() != "_Retval") continue;
+    auto& attrs = *n.mutable_attr();
+    const int64_t index = attrs["index"].i();
+    const size_t count = is_arg ? info.feeds.size() : info.fetches.size();
+    if (index < 0 || static_cast<size_t>(index) >= count) {
+      return errors::Internal("node '", n.name(), "' has index ", index, " of ",
+                              count);
+    }
+    auto it = inc.find(n.device());
+    if (it == inc.end()) {
+      return errors::Internal("node '", n.name(), "' is on unknown device '",
+                              n.device(), "'");
+    }
+    const std::string name =
+        absl::StrCat(is_arg ? "feed/" : "fetch/",
+                     (is_arg ? info.feeds : info.fetches)[index].ToString());
+    const DataType dtype = attrs["T"].type();
+    attrs.erase("index");
+    attrs.erase("T");
+    attrs["tensor_name"] = MakeAttrValue(name);
+    attrs["send_device"] = MakeAttrValue(n.device());
+    attrs["send_device_incarnation"] =
+        MakeAttrValue(static_cast<int64_t>(it->second));
+    attrs["recv_device"] = MakeAttrValue(n.device());
+    attrs["client_terminated"] = MakeAttrValue(true);
+    const std::string key =
+        Rendezvous::CreateKey(n.device(), it->second, n.device(), name, {});
+    if (is_arg) {
+      n.set_op("_Recv");
+      attrs["tensor_type"] = MakeAttrValue(dtype);
+      part->feeds.emplace_back(static_cast<int>(index), key);
+    } else {
+      n.set_op("_Send");
+      attrs["T"] = MakeAttrValue(dtype);
+      part->fetches.emplace_back(static_cast<int>(index), key);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+StatusOr<std::shared_ptr<StepPlan>> MasterSession::GetPlan(
+    const std::vector<std::string>& feeds,
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  const std::string key = PlanKey(feeds, fetches, targets);
+  absl::MutexLock l(&mu_);
+  if (closed_) return errors::Cancelled("session has been closed");
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  ASSIGN_OR_RETURN(auto plan, BuildPlan(feeds, fetches, targets));
+  plans_[key] = plan;
+  return plan;
+}
+
+StatusOr<std::shared_ptr<StepPlan>> MasterSession::BuildPlan(
+    const std::vector<std::string>& feeds,
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets) {
+  if (!placed_) RETURN_IF_ERROR(PlaceNodes());
+  auto plan = std::make_shared<StepPlan>();
+  Graph step;
+  RETURN_IF_ERROR(
+      PruneForFetches(graph_, feeds, fetches, targets, &step, &plan->info));
+  plan->feed_shapes = DeclaredFeedShapes(graph_, plan->info);
+  PlaceFeedsAndFetches(devices_[0]->name(), &step);
+  {
+    absl::flat_hash_set<std::string> keep;
+    for (const std::string& t : targets) {
+      keep.insert(!t.empty() && t[0] == '^' ? t.substr(1) : t);
+    }
+    GraphOptimizationStats stats;
+    RETURN_IF_ERROR(OptimizeGraphForStep(
+        config_.graph_options().optimizer_options(),
+        env_.local_devices->devices()[0], keep, &step, &stats));
+  }
+  // One partition per task; each worker cuts its own per device.
+  PartitionOptions popts;
+  popts.node_to_loc = [](const Node* n) {
+    return TaskOf(n->assigned_device_name());
+  };
+  popts.get_incarnation = [this](const std::string& name) -> uint64_t {
+    mu_.AssertHeld();
+    auto it = incarnations_.find(name);
+    return it == incarnations_.end() ? 0 : it->second;
+  };
+  popts.scheduling_for_recvs = config_.graph_options().enable_recv_scheduling();
+  std::map<std::string, GraphDef> parts;
+  RETURN_IF_ERROR(Partition(popts, step, &parts));
+  for (auto& [task, def] : parts) {
+    PartPlan part;
+    part.task = task;
+    part.worker = env_.workers->GetWorker(task);
+    if (part.worker == nullptr) {
+      return errors::InvalidArgument("nodes are placed on task ", task,
+                                     ", which is not in the cluster");
+    }
+    RETURN_IF_ERROR(
+        ConvertArgsAndRetvals(plan->info, incarnations_, &def, &part));
+    RegisterGraphRequest req;
+    req.set_session_handle(handle_);
+    req.set_create_worker_session_called(true);
+    *req.mutable_graph_def() = def;
+    *req.mutable_graph_options() = config_.graph_options();
+    RegisterGraphResponse resp;
+    RETURN_IF_ERROR(part.worker->RegisterGraph(req, &resp));
+    part.graph_handle = resp.graph_handle();
+    registered_.emplace_back(part.worker, part.graph_handle);
+    plan->partition_graphs.push_back(std::move(def));
+    plan->parts.push_back(std::move(part));
+  }
+  return plan;
+}
+
+void MasterSession::CleanupStep(const StepPlan& plan, int64_t step_id,
+                                bool wait) {
+  struct Call {
+    CallOptions opts;
+    CleanupGraphRequest req;
+    CleanupGraphResponse resp;
+  };
+  auto notify = std::make_shared<absl::Notification>();
+  auto pending = std::make_shared<std::atomic<size_t>>(plan.parts.size());
+  for (const PartPlan& part : plan.parts) {
+    auto* call = new Call;
+    call->req.set_step_id(step_id);
+    call->opts.SetTimeout(kCloseTimeoutMs);
+    part.worker->CleanupGraphAsync(&call->opts, &call->req, &call->resp,
+                                   [call, notify, pending](const Status&) {
+                                     delete call;
+                                     if (pending->fetch_sub(1) == 1) {
+                                       notify->Notify();
+                                     }
+                                   });
+  }
+  if (wait) notify->WaitForNotification();
+}
+
+Status MasterSession::Run(
+    const RunOptions& options,
+    const std::vector<std::pair<std::string, const TensorProto*>>& feeds,
+    const std::vector<std::string>& fetches,
+    const std::vector<std::string>& targets,
+    std::vector<TensorProto>* fetch_out, RunMetadata* metadata) {
+  if (fetches.empty() && targets.empty()) {
+    return errors::InvalidArgument("Run needs at least one fetch or target");
+  }
+  std::vector<std::string> feed_names;
+  std::vector<std::pair<std::string, Tensor>> values;
+  for (const auto& [name, proto] : feeds) {
+    feed_names.push_back(name);
+    StatusOr<Tensor> t = Tensor::FromProto(*proto);
+    if (!t.ok()) {
+      return errors::InvalidArgument("feed '", name,
+                                     "': ", t.status().message());
+    }
+    values.emplace_back(name, *std::move(t));
+  }
+  ASSIGN_OR_RETURN(auto plan, GetPlan(feed_names, fetches, targets));
+  RETURN_IF_ERROR(CheckFeedValues(plan->info, plan->feed_shapes, values));
+
+  const int64_t step_id = NewId(56);  // TF: a random 56-bit step id.
+  int64_t timeout_ms = options.timeout_in_ms();
+  if (timeout_ms <= 0) timeout_ms = config_.operation_timeout_in_ms();
+  const bool trace = options.trace_level() != RunOptions::NO_TRACE;
+
+  const size_t n = plan->parts.size();
+  std::vector<RunGraphRequest> reqs(n);
+  std::vector<RunGraphResponse> resps(n);
+  std::vector<CallOptions> opts(n);
+  struct State {
+    absl::Mutex mu;
+    Status status;
+    size_t pending = 0;
+    bool aborted = false;
+  };
+  auto st = std::make_shared<State>();
+  st->pending = n;
+  for (size_t i = 0; i < n; ++i) {
+    const PartPlan& part = plan->parts[i];
+    RunGraphRequest& req = reqs[i];
+    req.set_session_handle(handle_);
+    req.set_create_worker_session_called(true);
+    req.set_graph_handle(part.graph_handle);
+    req.set_step_id(step_id);
+    req.set_request_id(NewId(62));
+    req.mutable_exec_opts()->set_record_timeline(trace);
+    for (const auto& [index, key] : part.feeds) {
+      NamedTensorProto* send = req.add_send();
+      send->set_name(key);
+      *send->mutable_tensor() = *feeds[index].second;
+    }
+    for (const auto& [index, key] : part.fetches) req.add_recv_key(key);
+    if (timeout_ms > 0) opts[i].SetTimeout(timeout_ms);
+  }
+  auto derived = [](const Status& x) {
+    return x.code() == absl::StatusCode::kCancelled ||
+           x.code() == absl::StatusCode::kAborted;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    plan->parts[i].worker->RunGraphAsync(
+        &opts[i], &reqs[i], &resps[i],
+        [this, st, plan, step_id, derived](const Status& s) {
+          bool abort = false;
+          {
+            absl::MutexLock l(&st->mu);
+            if (!s.ok()) {
+              if (st->status.ok() || (derived(st->status) && !derived(s))) {
+                st->status = s;
+              }
+              if (!st->aborted) abort = st->aborted = true;
+            }
+          }
+          // One task failed: end the step everywhere, so no task waits on
+          // a tensor that will never come.
+          if (abort) CleanupStep(*plan, step_id, /*wait=*/false);
+          absl::MutexLock l(&st->mu);
+          --st->pending;
+        });
+  }
+  Status status;
+  {
+    auto done = [st] {
+      st->mu.AssertHeld();
+      return st->pending == 0;
+    };
+    bool timed_out = false;
+    {
+      absl::MutexLock l(&st->mu);
+      if (timeout_ms > 0) {
+        timed_out = !st->mu.AwaitWithTimeout(absl::Condition(&done),
+                                             absl::Milliseconds(timeout_ms));
+      } else {
+        st->mu.Await(absl::Condition(&done));
+      }
+    }
+    if (timed_out) {
+      CleanupStep(*plan, step_id, /*wait=*/false);
+      for (CallOptions& o : opts) o.StartCancel();
+    }
+    absl::MutexLock l(&st->mu);
+    st->mu.Await(absl::Condition(&done));
+    status = timed_out ? errors::DeadlineExceeded("step timed out after ",
+                                                  timeout_ms, " ms")
+                       : st->status;
+  }
+
+  CleanupStep(*plan, step_id, /*wait=*/false);
+  if (!status.ok()) return status;
+
+  fetch_out->assign(fetches.size(), TensorProto());
+  for (size_t i = 0; i < n; ++i) {
+    const PartPlan& part = plan->parts[i];
+    absl::flat_hash_map<std::string, TensorProto*> by_key;
+    for (NamedTensorProto& r : *resps[i].mutable_recv()) {
+      by_key[r.name()] = r.mutable_tensor();
+    }
+    for (const auto& [index, key] : part.fetches) {
+      auto it = by_key.find(key);
+      if (it == by_key.end()) {
+        return errors::Internal("task ", part.task, " did not return fetch '",
+                                fetches[index], "'");
+      }
+      (*fetch_out)[index].Swap(it->second);
+    }
+    if (metadata != nullptr && trace) {
+      for (DeviceStepStats& d :
+           *resps[i].mutable_step_stats()->mutable_dev_stats()) {
+        metadata->mutable_step_stats()->add_dev_stats()->Swap(&d);
+      }
+    }
+  }
+  if (metadata != nullptr && options.output_partition_graphs()) {
+    for (const GraphDef& g : plan->partition_graphs) {
+      *metadata->add_partition_graphs() = g;
+    }
+  }
+  return absl::OkStatus();
+}
+
+void MasterSession::Close() {
+  std::vector<std::pair<WorkerInterface*, std::string>> registered;
+  std::vector<std::string> tasks;
+  {
+    absl::MutexLock l(&mu_);
+    if (closed_) return;
+    closed_ = true;
+    registered.swap(registered_);
+    tasks = tasks_;
+    plans_.clear();
+  }
+  // Bounded: a task that is gone must not hold up closing.
+  CallOptions opts;
+  opts.SetTimeout(kCloseTimeoutMs);
+  std::vector<DeregisterGraphRequest> dreqs(registered.size());
+  std::vector<DeregisterGraphResponse> dresps(registered.size());
+  ParallelCalls(registered.size(), [&](size_t i, StatusCallback done) {
+    dreqs[i].set_session_handle(handle_);
+    dreqs[i].set_create_worker_session_called(true);
+    dreqs[i].set_graph_handle(registered[i].second);
+    registered[i].first->DeregisterGraphAsync(&opts, &dreqs[i], &dresps[i],
+                                              done);
+  }).IgnoreError();
+  std::vector<DeleteWorkerSessionRequest> reqs(tasks.size());
+  std::vector<DeleteWorkerSessionResponse> resps(tasks.size());
+  ParallelCalls(tasks.size(), [&](size_t i, StatusCallback done) {
+    reqs[i].set_session_handle(handle_);
+    WorkerInterface* w = env_.workers->GetWorker(tasks[i]);
+    if (w == nullptr) return done(absl::OkStatus());
+    w->DeleteWorkerSessionAsync(&opts, &reqs[i], &resps[i], done);
+  }).IgnoreError();
+}
+
+void MasterSession::ListDevices(ListDevicesResponse* response) const {
+  absl::MutexLock l(const_cast<absl::Mutex*>(&mu_));
+  for (const Device* d : devices_) {
+    if (TaskOf(d->name()) == env_.local_task) {
+      *response->add_local_device() = d->attributes();
+    } else {
+      *response->add_remote_device() = d->attributes();
+    }
+  }
+}
+
+Master::Master(MasterEnv env) : env_(std::move(env)) {}
+
+Master::~Master() {
+  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+  {
+    absl::MutexLock l(&mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [_, s] : sessions) s->Close();
+}
+
+StatusOr<std::shared_ptr<MasterSession>> Master::Find(
+    const std::string& handle) {
+  absl::MutexLock l(&mu_);
+  auto it = sessions_.find(handle);
+  if (it == sessions_.end()) {
+    return errors::Aborted("session '", handle,
+                           "' is not found (it was closed, reset, or never "
+                           "created on this master)");
+  }
+  return it->second;
+}
+
+Status Master::CreateSession(const CreateSessionRequest& request,
+                             CreateSessionResponse* response) {
+  ConfigProto config = env_.server_def.default_session_config();
+  config.MergeFrom(request.config());
+  const std::string handle = absl::StrCat(absl::Hex(NewId(63)));
+  auto session = std::make_shared<MasterSession>(handle, env_, config);
+  Status s = session->Create(request.graph_def());
+  if (!s.ok()) {
+    session->Close();
+    return s;
+  }
+  {
+    absl::MutexLock l(&mu_);
+    sessions_[handle] = session;
+  }
+  response->set_session_handle(handle);
+  response->set_graph_version(1);
+  return absl::OkStatus();
+}
+
+Status Master::ExtendSession(const ExtendSessionRequest& request,
+                             ExtendSessionResponse* response) {
+  ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+  int64_t version = 0;
+  RETURN_IF_ERROR(session->Extend(request.graph_def(),
+                                  request.current_graph_version(), &version));
+  response->set_new_graph_version(version);
+  return absl::OkStatus();
+}
+
+Status Master::PartialRunSetup(const PartialRunSetupRequest&,
+                               PartialRunSetupResponse*) {
+  return errors::Unimplemented(
+      "partial runs (PartialRunSetup) are not supported by this master");
+}
+
+Status Master::RunStep(const RunStepRequest& request,
+                       RunStepResponse* response) {
+  RETURN_IF_ERROR(
+      recent_request_ids_.TrackUnique(request.request_id(), "RunStep"));
+  if (!request.partial_run_handle().empty()) {
+    return errors::Unimplemented("partial runs are not supported");
+  }
+  ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+  std::vector<std::pair<std::string, const TensorProto*>> feeds;
+  for (const NamedTensorProto& f : request.feed()) {
+    feeds.emplace_back(f.name(), &f.tensor());
+  }
+  std::vector<std::string> fetches(request.fetch().begin(),
+                                   request.fetch().end());
+  std::vector<std::string> targets(request.target().begin(),
+                                   request.target().end());
+  std::vector<TensorProto> out;
+  RETURN_IF_ERROR(session->Run(request.options(), feeds, fetches, targets, &out,
+                               response->mutable_metadata()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    NamedTensorProto* t = response->add_tensor();
+    t->set_name(fetches[i]);
+    t->mutable_tensor()->Swap(&out[i]);
+  }
+  return absl::OkStatus();
+}
+
+Status Master::CloseSession(const CloseSessionRequest& request,
+                            CloseSessionResponse*) {
+  std::shared_ptr<MasterSession> session;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = sessions_.find(request.session_handle());
+    if (it == sessions_.end()) {
+      return errors::Aborted("session '", request.session_handle(),
+                             "' is not found");
+    }
+    session = std::move(it->second);
+    sessions_.erase(it);
+  }
+  session->Close();
+  return absl::OkStatus();
+}
+
+Status Master::ListDevices(const ListDevicesRequest& request,
+                           ListDevicesResponse* response) {
+  if (!request.session_handle().empty()) {
+    ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+    session->ListDevices(response);
+    return absl::OkStatus();
+  }
+  // No session: every task's devices, as GetStatus reports them.
+  for (const std::string& task : env_.workers->ListWorkers()) {
+    WorkerInterface* w = env_.workers->GetWorker(task);
+    if (w == nullptr) continue;
+    GetStatusResponse status;
+    RETURN_IF_ERROR(w->GetStatus(GetStatusRequest(), &status, 10000));
+    for (const DeviceAttributes& a : status.device_attributes()) {
+      *(task == env_.local_task ? response->add_local_device()
+                                : response->add_remote_device()) = a;
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status Master::Reset(const ResetRequest& request, ResetResponse*) {
+  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions;
+  {
+    absl::MutexLock l(&mu_);
+    sessions.swap(sessions_);
+  }
+  for (auto& [_, s] : sessions) s->Close();
+  const std::vector<std::string> tasks = env_.workers->ListWorkers();
+  std::vector<CleanupAllRequest> reqs(tasks.size());
+  std::vector<CleanupAllResponse> resps(tasks.size());
+  return ParallelCalls(tasks.size(), [&](size_t i, StatusCallback done) {
+    WorkerInterface* w = env_.workers->GetWorker(tasks[i]);
+    if (w == nullptr) return done(absl::OkStatus());
+    for (const std::string& c : request.container()) reqs[i].add_container(c);
+    w->CleanupAllAsync(nullptr, &reqs[i], &resps[i], done);
+  });
+}
+
+Status Master::MakeCallable(const MakeCallableRequest& request,
+                            MakeCallableResponse* response) {
+  ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+  if (request.options().fetch_size() == 0 &&
+      request.options().target_size() == 0) {
+    return errors::InvalidArgument("a callable needs a fetch or a target");
+  }
+  response->set_handle(session->MakeCallable(request.options()));
+  return absl::OkStatus();
+}
+
+Status Master::RunCallable(const RunCallableRequest& request,
+                           RunCallableResponse* response) {
+  RETURN_IF_ERROR(
+      recent_request_ids_.TrackUnique(request.request_id(), "RunCallable"));
+  ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+  ASSIGN_OR_RETURN(CallableOptions c, session->GetCallable(request.handle()));
+  if (request.feed_size() != c.feed_size()) {
+    return errors::InvalidArgument("callable ", request.handle(), " takes ",
+                                   c.feed_size(), " feeds, the request has ",
+                                   request.feed_size());
+  }
+  std::vector<std::pair<std::string, const TensorProto*>> feeds;
+  for (int i = 0; i < c.feed_size(); ++i) {
+    feeds.emplace_back(c.feed(i), &request.feed(i));
+  }
+  std::vector<std::string> fetches(c.fetch().begin(), c.fetch().end());
+  std::vector<std::string> targets(c.target().begin(), c.target().end());
+  std::vector<TensorProto> out;
+  RETURN_IF_ERROR(session->Run(c.run_options(), feeds, fetches, targets, &out,
+                               response->mutable_metadata()));
+  for (TensorProto& t : out) response->add_fetch()->Swap(&t);
+  return absl::OkStatus();
+}
+
+Status Master::ReleaseCallable(const ReleaseCallableRequest& request,
+                               ReleaseCallableResponse*) {
+  ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+  return session->ReleaseCallable(request.handle());
+}
+
+}  // namespace runnel

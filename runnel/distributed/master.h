@@ -1,0 +1,82 @@
+// Master: the MasterService of a server (whitepaper §3.3, OSDI §3.3). A
+// client's session lives here: CreateSession finds the cluster's devices
+// (GetStatus on every task, waiting for late ones with a bounded, logged
+// wait) and opens a worker session on each task; each step signature
+// (feeds, fetches, targets) is pruned, placed over every device of the
+// cluster, optimized, cut per task and registered on the tasks once
+// (RegisterGraph); each step is then one RunGraph per task under a random
+// step id, followed by CleanupGraph. Feeds travel inside the RunGraph
+// requests and fetches inside their responses, keyed by the rendezvous keys
+// of the _Recv/_Send nodes that stand for them (client_terminated), so a
+// worker treats them like any other transfer.
+//
+// All methods block; the server runs them on its own threads.
+#ifndef RUNNEL_DISTRIBUTED_MASTER_H_
+#define RUNNEL_DISTRIBUTED_MASTER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "proto/master.pb.h"
+#include "proto/tensorflow_server.pb.h"
+#include "runnel/distributed/worker.h"
+#include "runnel/distributed/worker_interface.h"
+#include "runnel/runtime/device_mgr.h"
+
+namespace runnel {
+
+struct MasterEnv {
+  // This server's task and devices (the default placement for nodes that
+  // ask for nothing, and the device constant folding runs on).
+  std::string local_task;
+  const DeviceMgr* local_devices = nullptr;
+  WorkerCacheInterface* workers = nullptr;
+  // Sent to every task in CreateWorkerSession.
+  ServerDef server_def;
+  // How long CreateSession waits for every task to answer GetStatus
+  // (ConfigProto.operation_timeout_in_ms, when set, overrides it).
+  int64_t wait_for_workers_ms = 120000;
+};
+
+class MasterSession;
+
+class Master {
+ public:
+  explicit Master(MasterEnv env);
+  ~Master();  // Closes every session.
+
+  Status CreateSession(const CreateSessionRequest& request,
+                       CreateSessionResponse* response);
+  Status ExtendSession(const ExtendSessionRequest& request,
+                       ExtendSessionResponse* response);
+  Status PartialRunSetup(const PartialRunSetupRequest& request,
+                         PartialRunSetupResponse* response);
+  Status RunStep(const RunStepRequest& request, RunStepResponse* response);
+  Status CloseSession(const CloseSessionRequest& request,
+                      CloseSessionResponse* response);
+  Status ListDevices(const ListDevicesRequest& request,
+                     ListDevicesResponse* response);
+  // Clears the containers on every task and closes every session.
+  Status Reset(const ResetRequest& request, ResetResponse* response);
+  Status MakeCallable(const MakeCallableRequest& request,
+                      MakeCallableResponse* response);
+  Status RunCallable(const RunCallableRequest& request,
+                     RunCallableResponse* response);
+  Status ReleaseCallable(const ReleaseCallableRequest& request,
+                         ReleaseCallableResponse* response);
+
+ private:
+  StatusOr<std::shared_ptr<MasterSession>> Find(const std::string& handle);
+
+  const MasterEnv env_;
+  RecentRequestIds recent_request_ids_;
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<MasterSession>> sessions_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_DISTRIBUTED_MASTER_H_

@@ -1,0 +1,163 @@
+#include "runnel/distributed/server.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "grpcpp/server_builder.h"
+#include "runnel/distributed/cluster_spec.h"
+
+namespace runnel {
+
+StatusOr<std::unique_ptr<Server>> Server::Create(const ServerDef& server_def,
+                                                 const ServerOptions& options) {
+  if (!server_def.protocol().empty() && server_def.protocol() != "grpc") {
+    return errors::InvalidArgument("protocol '", server_def.protocol(),
+                                   "' is not supported (only \"grpc\")");
+  }
+  std::unique_ptr<Server> s(new Server);
+  s->def_ = server_def;
+  s->options_ = options;
+  s->task_ = TaskName(server_def.job_name(), server_def.task_index());
+  ASSIGN_OR_RETURN(std::string address,
+                   TaskAddress(server_def.cluster(), server_def.job_name(),
+                               server_def.task_index()));
+  s->port_ = server_def.port();
+  if (s->port_ == 0) {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string::npos ||
+        !absl::SimpleAtoi(address.substr(colon + 1), &s->port_)) {
+      return errors::InvalidArgument("task ", s->task_, "'s address '", address,
+                                     "' has no port");
+    }
+  }
+  ASSIGN_OR_RETURN(
+      s->devices_,
+      NewLocalDeviceMgr(server_def.default_session_config(), s->task_));
+  ASSIGN_OR_RETURN(auto credentials, MakeChannelCredentials(options.tls));
+  s->worker_ = std::make_unique<Worker>(s->task_, s->devices_.get(), nullptr);
+  s->cache_ = std::make_unique<GrpcWorkerCache>(server_def.cluster(), s->task_,
+                                                s->worker_.get(), credentials);
+  s->worker_->set_worker_cache(s->cache_.get());
+  MasterEnv env;
+  env.local_task = s->task_;
+  env.local_devices = s->devices_.get();
+  env.workers = s->cache_.get();
+  env.server_def = server_def;
+  s->master_ = std::make_unique<Master>(std::move(env));
+  s->service_ = std::make_unique<RpcService>(options.master_threads);
+  s->RegisterMethods();
+  return s;
+}
+
+void Server::RegisterMethods() {
+  // Note [Wire method names] (grpc_util.h).
+#define RUNNEL_REGISTER_WORKER(M)                                   \
+  service_->RegisterTyped<M##Request, M##Response>(                 \
+      "/tensorflow.WorkerService/" #M,                              \
+      [w = worker_.get()](const M##Request* req, M##Response* resp, \
+                          StatusCallback done) {                    \
+        w->M##Async(nullptr, req, resp, std::move(done));           \
+      },                                                            \
+      /*blocking=*/false);
+  RUNNEL_WORKER_METHODS(RUNNEL_REGISTER_WORKER)
+#undef RUNNEL_REGISTER_WORKER
+
+#define RUNNEL_REGISTER_MASTER(M)                                           \
+  service_->RegisterTyped<M##Request, M##Response>(                         \
+      "/tensorflow.MasterService/" #M,                                      \
+      [m = master_.get()](const M##Request* req, M##Response* resp,         \
+                          StatusCallback done) { done(m->M(*req, resp)); }, \
+      /*blocking=*/true);
+  RUNNEL_REGISTER_MASTER(CreateSession)
+  RUNNEL_REGISTER_MASTER(ExtendSession)
+  RUNNEL_REGISTER_MASTER(PartialRunSetup)
+  RUNNEL_REGISTER_MASTER(CloseSession)
+  RUNNEL_REGISTER_MASTER(ListDevices)
+  RUNNEL_REGISTER_MASTER(Reset)
+  RUNNEL_REGISTER_MASTER(MakeCallable)
+  RUNNEL_REGISTER_MASTER(RunCallable)
+  RUNNEL_REGISTER_MASTER(ReleaseCallable)
+#undef RUNNEL_REGISTER_MASTER
+  // RunStep may carry its error in the response body
+  // (store_errors_in_response_body), with an OK RPC.
+  service_->RegisterTyped<RunStepRequest, RunStepResponse>(
+      "/tensorflow.MasterService/RunStep",
+      [m = master_.get()](const RunStepRequest* req, RunStepResponse* resp,
+                          StatusCallback done) {
+        Status s = m->RunStep(*req, resp);
+        if (!s.ok() && req->store_errors_in_response_body()) {
+          resp->Clear();
+          resp->set_status_code(static_cast<error::Code>(s.code()));
+          resp->set_status_error_message(std::string(s.message()));
+          s = absl::OkStatus();
+        }
+        done(s);
+      },
+      /*blocking=*/true);
+}
+
+Status Server::Start() {
+  ASSIGN_OR_RETURN(auto credentials, MakeServerCredentials(options_.tls));
+  grpc::ServerBuilder builder;
+  const std::string address =
+      absl::StrCat(absl::StrContains(options_.bind_address, ':')
+                       ? absl::StrCat("[", options_.bind_address, "]")
+                       : options_.bind_address,
+                   ":", port_);
+  builder.AddListeningPort(address, credentials, &bound_port_);
+  builder.SetMaxReceiveMessageSize(-1);
+  builder.SetMaxSendMessageSize(-1);
+  builder.RegisterCallbackGenericService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || bound_port_ == 0) {
+    server_.reset();
+    return errors::Unavailable("task ", task_, " cannot listen on ", address,
+                               " (in use, or not an address of this host?)");
+  }
+  return absl::OkStatus();
+}
+
+void Server::Stop() {
+  {
+    absl::MutexLock l(&mu_);
+    if (stopped_) return;
+    stopped_ = true;
+  }
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::milliseconds(500));
+    server_->Wait();
+  }
+}
+
+void Server::Join() {
+  absl::MutexLock l(&mu_);
+  mu_.Await(absl::Condition(&stopped_));
+}
+
+Server::~Server() {
+  Stop();
+  // The master closes its sessions through the worker cache; then the
+  // service (its threads) and the worker go.
+  master_.reset();
+  server_.reset();
+  service_.reset();
+  worker_.reset();
+}
+
+std::string Server::target() const {
+  const std::string host =
+      options_.bind_address == "0.0.0.0" || options_.bind_address == "::"
+          ? "127.0.0.1"
+          : options_.bind_address;
+  return absl::StrCat(
+      "grpc://",
+      absl::StrContains(host, ':') ? absl::StrCat("[", host, "]") : host, ":",
+      bound_port_);
+}
+
+void Server::SetCluster(const ClusterDef& cluster) {
+  cache_->SetCluster(cluster);
+}
+
+}  // namespace runnel

@@ -1,0 +1,421 @@
+#include "runnel/distributed/worker.h"
+
+#include "absl/strings/str_cat.h"
+#include "runnel/framework/op_kernel.h"
+#include "runnel/graph/graph_def.h"
+#include "runnel/runtime/partitioned_executor.h"
+
+namespace runnel {
+
+Status RecentRequestIds::TrackUnique(int64_t request_id,
+                                     absl::string_view method) {
+  if (request_id == 0) return absl::OkStatus();
+  absl::MutexLock l(&mu_);
+  if (!ids_.insert(request_id).second) {
+    return errors::Aborted("the ", method, " request with request_id ",
+                           request_id,
+                           " was already received (a retried request?)");
+  }
+  order_.push_back(request_id);
+  if (order_.size() > capacity_) {
+    ids_.erase(order_.front());
+    order_.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+struct Worker::GraphItem {
+  std::unique_ptr<PartitionedExecutor> executor;
+};
+
+struct Worker::WorkerSession {
+  std::string handle;
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, std::shared_ptr<GraphItem>> graphs
+      ABSL_GUARDED_BY(mu);
+  // Kernels of stateful nodes, by node name, shared by the session's graphs
+  // (a random op's counter continues across signatures).
+  absl::flat_hash_map<std::string, std::shared_ptr<OpKernel>> stateful_kernels
+      ABSL_GUARDED_BY(mu);
+};
+
+Worker::Worker(std::string task, const DeviceMgr* devices,
+               WorkerCacheInterface* workers)
+    : task_(std::move(task)),
+      devices_(devices),
+      rendezvous_mgr_(std::make_unique<RendezvousMgr>(devices, workers)) {}
+
+Worker::~Worker() {
+  rendezvous_mgr_->CleanupAll(errors::Aborted("worker ", task_, " shut down"));
+}
+
+void Worker::set_worker_cache(WorkerCacheInterface* workers) {
+  rendezvous_mgr_ = std::make_unique<RendezvousMgr>(devices_, workers);
+}
+
+StatusOr<std::shared_ptr<Worker::WorkerSession>> Worker::FindSession(
+    const std::string& handle, bool create_worker_session_called) {
+  absl::MutexLock l(&mu_);
+  const std::string key = create_worker_session_called ? handle : "";
+  auto it = sessions_.find(key);
+  if (it != sessions_.end()) return it->second;
+  if (!create_worker_session_called) {
+    // TensorFlow's legacy path: one implicit session for old masters.
+    auto s = std::make_shared<WorkerSession>();
+    sessions_[""] = s;
+    return s;
+  }
+  return errors::NotFound("worker ", task_, " has no session '", handle,
+                          "' (it was never created or has been deleted)");
+}
+
+void Worker::GetStatusAsync(CallOptions*, const GetStatusRequest*,
+                            GetStatusResponse* response, StatusCallback done) {
+  for (const Device* d : devices_->devices()) {
+    *response->add_device_attributes() = d->attributes();
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::CreateWorkerSessionAsync(CallOptions*,
+                                      const CreateWorkerSessionRequest* request,
+                                      CreateWorkerSessionResponse*,
+                                      StatusCallback done) {
+  if (request->session_handle().empty()) {
+    return done(errors::InvalidArgument(
+        "CreateWorkerSession needs a non-empty session_handle"));
+  }
+  absl::MutexLock l(&mu_);
+  if (sessions_.contains(request->session_handle())) {
+    return done(errors::AlreadyExists("worker ", task_,
+                                      " already has session '",
+                                      request->session_handle(), "'"));
+  }
+  auto s = std::make_shared<WorkerSession>();
+  s->handle = request->session_handle();
+  sessions_[s->handle] = std::move(s);
+  done(absl::OkStatus());
+}
+
+void Worker::DeleteWorkerSessionAsync(CallOptions*,
+                                      const DeleteWorkerSessionRequest* request,
+                                      DeleteWorkerSessionResponse*,
+                                      StatusCallback done) {
+  absl::MutexLock l(&mu_);
+  if (sessions_.erase(request->session_handle()) == 0) {
+    return done(errors::NotFound("worker ", task_, " has no session '",
+                                 request->session_handle(), "'"));
+  }
+  done(absl::OkStatus());
+}
+
+Status Worker::RegisterGraphSync(const RegisterGraphRequest& request,
+                                 RegisterGraphResponse* response) {
+  ASSIGN_OR_RETURN(auto session,
+                   FindSession(request.session_handle(),
+                               request.create_worker_session_called()));
+  auto graph = std::make_unique<Graph>();
+  ImportGraphDefOptions iopts;
+  iopts.allow_internal_ops = true;
+  Status s = ImportGraphDef(request.graph_def(), graph.get(), iopts);
+  if (!s.ok()) {
+    return Status(s.code(),
+                  absl::StrCat("RegisterGraph on ", task_, ": ", s.message()));
+  }
+  // The master placed every node; the worker cuts per device.
+  for (Node* n : graph->nodes()) {
+    if (n->requested_device().empty()) {
+      return errors::InvalidArgument("RegisterGraph on ", task_, ": node '",
+                                     n->name(), "' (", n->type_string(),
+                                     ") has no device");
+    }
+    n->set_assigned_device_name(n->requested_device());
+  }
+  PartitionedExecutor::Options popts;
+  popts.scheduling_for_recvs = request.graph_options().enable_recv_scheduling();
+  std::weak_ptr<WorkerSession> weak = session;
+  popts.create_kernel = [weak](Device* device, const Node& node,
+                               std::shared_ptr<OpKernel>* kernel) -> Status {
+    auto session = weak.lock();
+    const bool share = session != nullptr && node.IsStateful() &&
+                       !node.type_string().empty() &&
+                       node.type_string()[0] != '_';
+    const std::string key = absl::StrCat(node.name(), "/", node.type_string());
+    if (share) {
+      absl::MutexLock l(&session->mu);
+      auto it = session->stateful_kernels.find(key);
+      if (it != session->stateful_kernels.end()) {
+        *kernel = it->second;
+        return absl::OkStatus();
+      }
+    }
+    std::unique_ptr<OpKernel> k;
+    RETURN_IF_ERROR(
+        CreateOpKernel(device->device_type(), device, node.props_shared(), &k));
+    *kernel = std::shared_ptr<OpKernel>(std::move(k));
+    if (share) {
+      absl::MutexLock l(&session->mu);
+      session->stateful_kernels[key] = *kernel;
+    }
+    return absl::OkStatus();
+  };
+  auto item = std::make_shared<GraphItem>();
+  ASSIGN_OR_RETURN(item->executor, PartitionedExecutor::Create(
+                                       popts, *devices_, std::move(graph)));
+  std::string handle;
+  {
+    absl::MutexLock l(&mu_);
+    handle = absl::StrCat("graph_", ++next_graph_id_);
+  }
+  absl::MutexLock l(&session->mu);
+  session->graphs[handle] = std::move(item);
+  response->set_graph_handle(handle);
+  return absl::OkStatus();
+}
+
+void Worker::RegisterGraphAsync(CallOptions*,
+                                const RegisterGraphRequest* request,
+                                RegisterGraphResponse* response,
+                                StatusCallback done) {
+  done(RegisterGraphSync(*request, response));
+}
+
+void Worker::DeregisterGraphAsync(CallOptions*,
+                                  const DeregisterGraphRequest* request,
+                                  DeregisterGraphResponse*,
+                                  StatusCallback done) {
+  StatusOr<std::shared_ptr<WorkerSession>> session = FindSession(
+      request->session_handle(), request->create_worker_session_called());
+  if (!session.ok()) return done(session.status());
+  absl::MutexLock l(&(*session)->mu);
+  if ((*session)->graphs.erase(request->graph_handle()) == 0) {
+    return done(errors::NotFound("worker ", task_, " has no graph '",
+                                 request->graph_handle(), "'"));
+  }
+  done(absl::OkStatus());
+}
+
+void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
+                           RunGraphResponse* response, StatusCallback done) {
+  Status s = recent_request_ids_.TrackUnique(request->request_id(), "RunGraph");
+  if (!s.ok()) return done(s);
+  if (request->is_partial()) {
+    return done(
+        errors::Unimplemented("partial runs are not supported (", task_, ")"));
+  }
+  StatusOr<std::shared_ptr<WorkerSession>> session = FindSession(
+      request->session_handle(), request->create_worker_session_called());
+  if (!session.ok()) return done(session.status());
+  std::shared_ptr<GraphItem> item;
+  {
+    absl::MutexLock l(&(*session)->mu);
+    auto it = (*session)->graphs.find(request->graph_handle());
+    if (it != (*session)->graphs.end()) item = it->second;
+  }
+  if (item == nullptr) {
+    return done(errors::NotFound("worker ", task_, " has no graph '",
+                                 request->graph_handle(), "' in session '",
+                                 request->session_handle(), "'"));
+  }
+  const int64_t step_id = request->step_id();
+  std::shared_ptr<RemoteRendezvous> rendezvous = rendezvous_mgr_->Find(step_id);
+  // The client's feeds, keyed by the rendezvous key of their _Recv.
+  for (const NamedTensorProto& send : request->send()) {
+    Rendezvous::ParsedKey key;
+    s = Rendezvous::ParseKey(send.name(), &key);
+    StatusOr<Tensor> t =
+        s.ok() ? Tensor::FromProto(send.tensor()) : StatusOr<Tensor>(s);
+    if (t.ok())
+      s = rendezvous->Send(key, Rendezvous::Args(), *t, false);
+    else
+      s = t.status();
+    if (!s.ok()) {
+      return done(errors::InvalidArgument("RunGraph on ", task_, ": feed '",
+                                          send.name(), "': ", s.message()));
+    }
+  }
+  std::vector<Rendezvous::ParsedKey> recv_keys(request->recv_key_size());
+  for (int i = 0; i < request->recv_key_size(); ++i) {
+    s = Rendezvous::ParseKey(request->recv_key(i), &recv_keys[i]);
+    if (!s.ok()) return done(s);
+  }
+
+  struct RunState {
+    CancellationManager cm;
+    StepResources step_resources;
+    StepStats stats;
+    std::shared_ptr<GraphItem> item;
+    std::shared_ptr<RemoteRendezvous> rendezvous;
+  };
+  auto st = std::make_shared<RunState>();
+  st->item = item;
+  st->rendezvous = rendezvous;
+  bool record;
+  {
+    absl::MutexLock l(&mu_);
+    active_steps_[step_id].insert(&st->cm);
+    record = rpc_logging_;
+  }
+  record |= request->exec_opts().record_timeline() ||
+            request->exec_opts().record_costs();
+  PartitionedExecutor::Args args;
+  args.step_id = step_id;
+  args.cancellation_manager = &st->cm;
+  args.step_resources = &st->step_resources;
+  args.rendezvous = rendezvous.get();
+  args.step_stats = record ? &st->stats : nullptr;
+  // The calling thread is gRPC's (or the master's): every partition starts
+  // on the pool.
+  args.run_first_inline = false;
+  item->executor->RunAsync(
+      args,
+      [this, st, step_id, record, response, recv_keys = std::move(recv_keys),
+       done = std::move(done)](const Status& run_status) {
+        {
+          absl::MutexLock l(&mu_);
+          auto it = active_steps_.find(step_id);
+          if (it != active_steps_.end()) {
+            it->second.erase(&st->cm);
+            if (it->second.empty()) active_steps_.erase(it);
+          }
+          if (rpc_logging_ && record) logged_steps_[step_id] = st->stats;
+        }
+        if (!run_status.ok()) return done(run_status);
+        // Every _Send has run, so each fetched value is waiting.
+        for (size_t i = 0; i < recv_keys.size(); ++i) {
+          NamedTensorProto* out = response->add_recv();
+          out->set_name(recv_keys[i].full_key);
+          struct Got {
+            absl::Mutex mu;
+            bool called = false;
+            bool abandoned = false;
+            Status status;
+          };
+          auto got = std::make_shared<Got>();
+          st->rendezvous->RecvLocalAsync(
+              recv_keys[i],
+              [out, got](const Status& status, const Rendezvous::Args&,
+                         const Rendezvous::Args&, const Tensor& value,
+                         bool is_dead) {
+                absl::MutexLock l(&got->mu);
+                if (got->abandoned) return;
+                got->called = true;
+                if (!status.ok()) {
+                  got->status = status;
+                } else if (is_dead) {
+                  got->status = errors::InvalidArgument(
+                      "fetch '", out->name(),
+                      "' has no value: it is dead (computed only on a branch "
+                      "of a conditional that was not taken)");
+                } else {
+                  value.AsProtoTensorContent(out->mutable_tensor());
+                }
+              });
+          absl::MutexLock l(&got->mu);
+          if (!got->called) {
+            // A value that is not there now never comes: stop the wait.
+            got->abandoned = true;
+            return done(errors::InvalidArgument(
+                "RunGraph on ", task_, ": nothing in the graph sent recv_key '",
+                recv_keys[i].full_key, "'"));
+          }
+          if (!got->status.ok()) return done(got->status);
+        }
+        if (record) *response->mutable_step_stats() = std::move(st->stats);
+        done(absl::OkStatus());
+      });
+}
+
+void Worker::CleanupGraphAsync(CallOptions*, const CleanupGraphRequest* request,
+                               CleanupGraphResponse*, StatusCallback done) {
+  const int64_t step_id = request->step_id();
+  std::vector<CancellationManager*> cms;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = active_steps_.find(step_id);
+    if (it != active_steps_.end())
+      cms.assign(it->second.begin(), it->second.end());
+    // Cancelling under mu_ keeps each manager alive: a step unregisters
+    // itself under mu_ before freeing its manager.
+    for (CancellationManager* cm : cms) cm->StartCancel();
+  }
+  rendezvous_mgr_->Cleanup(step_id);
+  done(absl::OkStatus());
+}
+
+void Worker::CleanupAllAsync(CallOptions*, const CleanupAllRequest* request,
+                             CleanupAllResponse*, StatusCallback done) {
+  Status status;
+  for (Device* d : devices_->devices()) {
+    ResourceMgr* rm = d->resource_manager();
+    if (rm == nullptr) continue;
+    if (request->container_size() == 0) {
+      status.Update(rm->Cleanup(rm->default_container()));
+    }
+    for (const std::string& c : request->container()) {
+      status.Update(rm->Cleanup(c));
+    }
+  }
+  done(status);
+}
+
+void Worker::RecvTensorAsync(CallOptions*, const RecvTensorRequest* request,
+                             RecvTensorResponse* response,
+                             StatusCallback done) {
+  Status s =
+      recent_request_ids_.TrackUnique(request->request_id(), "RecvTensor");
+  if (!s.ok()) return done(s);
+  Rendezvous::ParsedKey key;
+  s = Rendezvous::ParseKey(request->rendezvous_key(), &key);
+  if (!s.ok()) return done(s);
+  const Device* src = devices_->FindDevice(key.src_device);
+  if (src == nullptr) {
+    return done(errors::InvalidArgument(
+        "RecvTensor: the key's source device '", key.src_device,
+        "' is not a device of task ", task_, " (key ", key.full_key, ")"));
+  }
+  if (key.src_incarnation != src->incarnation()) {
+    return done(errors::Aborted(
+        "RecvTensor: the key names incarnation ",
+        absl::Hex(key.src_incarnation, absl::kZeroPad16), " of device '",
+        key.src_device, "', which is now incarnation ",
+        absl::Hex(src->incarnation(), absl::kZeroPad16), ": task ", task_,
+        " was restarted since the step began"));
+  }
+  std::shared_ptr<RemoteRendezvous> r =
+      rendezvous_mgr_->Find(request->step_id());
+  r->RecvLocalAsync(
+      key, [r, response, done = std::move(done)](
+               const Status& status, const Rendezvous::Args&,
+               const Rendezvous::Args&, const Tensor& value, bool is_dead) {
+        if (!status.ok()) return done(status);
+        response->set_is_dead(is_dead);
+        if (!is_dead) value.AsProtoTensorContent(response->mutable_tensor());
+        done(absl::OkStatus());
+      });
+}
+
+void Worker::LoggingAsync(CallOptions*, const LoggingRequest* request,
+                          LoggingResponse* response, StatusCallback done) {
+  absl::MutexLock l(&mu_);
+  if (request->enable_rpc_logging()) rpc_logging_ = true;
+  if (request->disable_rpc_logging()) rpc_logging_ = false;
+  for (int64_t id : request->fetch_step_id()) {
+    auto it = logged_steps_.find(id);
+    if (it == logged_steps_.end()) continue;
+    LabeledStepStats* out = response->add_step();
+    out->set_step_id(id);
+    *out->mutable_step_stats() = it->second;
+  }
+  if (request->clear()) logged_steps_.clear();
+  done(absl::OkStatus());
+}
+
+void Worker::TracingAsync(CallOptions*, const TracingRequest*, TracingResponse*,
+                          StatusCallback done) {
+  done(errors::Unimplemented(
+      "Tracing (the profiler service) is not supported; trace steps with "
+      "RunOptions.trace_level, whose stats come back in RunMetadata"));
+}
+
+}  // namespace runnel

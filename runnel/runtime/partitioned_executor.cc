@@ -1,0 +1,238 @@
+#include "runnel/runtime/partitioned_executor.h"
+
+#include <atomic>
+#include <map>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "runnel/devices/cpu_device.h"
+#include "runnel/framework/memory_types.h"
+#include "runnel/graph/graph_def.h"
+#include "runnel/graph/partition.h"
+#include "runnel/runtime/local_rendezvous.h"
+
+namespace runnel {
+namespace {
+
+// Whether input or output `slot` of `n` lives in host memory on a non-CPU
+// device (its kernel's HostMemory args; framework/memory_types.h).
+bool InHostMemory(const DeviceMgr& devices, const Node& n, int slot,
+                  bool output) {
+  const Device* d = devices.FindDevice(n.assigned_device_name());
+  if (d == nullptr || d->device_type() == kDeviceCpu) return false;
+  std::vector<MemoryType> in, out;
+  if (!MemoryTypesForNode(d->device_type(), n.props(), &in, &out).ok()) {
+    return false;  // Executor::Create reports the missing kernel.
+  }
+  const std::vector<MemoryType>& v = output ? out : in;
+  return slot >= 0 && slot < static_cast<int>(v.size()) &&
+         v[slot] == MemoryType::kHostMemory;
+}
+
+}  // namespace
+
+PartitionedExecutor::~PartitionedExecutor() = default;
+
+StatusOr<std::unique_ptr<PartitionedExecutor>> PartitionedExecutor::Create(
+    const Options& options, const DeviceMgr& devices,
+    std::unique_ptr<Graph> graph) {
+  std::unique_ptr<PartitionedExecutor> pe(new PartitionedExecutor);
+  pe->graph_ = std::move(graph);
+  RETURN_IF_ERROR(pe->Split(options, devices));
+  for (Partition& p : pe->partitions_) {
+    ExecutorParams params;
+    params.device = p.device;
+    params.pool = CpuThreadPool();
+    params.dead_inputs_possible = pe->has_control_flow_;
+    Device* device = p.device;
+    // A partition's nodes were re-imported from its GraphDef; their kernels
+    // are made from the original graph's nodes, so a stateful node shares
+    // one kernel (and its state) across every graph of its owner.
+    const Graph* original = p.graph != nullptr ? pe->graph_.get() : nullptr;
+    params.create_kernel = [create = options.create_kernel, device, original](
+                               const Node& n, std::shared_ptr<OpKernel>* k) {
+      const Node* orig =
+          original != nullptr ? original->FindNode(n.name()) : nullptr;
+      return create(device, orig != nullptr ? *orig : n, k);
+    };
+    const Graph& g = p.graph != nullptr ? *p.graph : *pe->graph_;
+    ASSIGN_OR_RETURN(p.executor, Executor::Create(params, g));
+  }
+  if (pe->partition_graph_defs_.empty()) {
+    GraphDef def;
+    ToGraphDef(*pe->graph_, &def, ToGraphDefOptions{true});
+    pe->partition_graph_defs_.push_back(std::move(def));
+  }
+  return pe;
+}
+
+Status PartitionedExecutor::Split(const Options& options,
+                                  const DeviceMgr& devices) {
+  absl::flat_hash_set<std::string> used;
+  for (const Node* n : graph_->nodes()) {
+    has_control_flow_ |= n->IsControlFlow();
+    used.insert(n->assigned_device_name());
+  }
+  for (const std::string& name : used) {
+    if (devices.FindDevice(name) == nullptr) {
+      return errors::InvalidArgument(
+          "a node is placed on '", name,
+          "', which is not a device of this process (devices: ",
+          absl::StrJoin(devices.devices(), ", ",
+                        [](std::string* out, const Device* dev) {
+                          out->append(dev->name());
+                        }),
+          ")");
+    }
+  }
+  if (used.size() <= 1) {
+    // One device: its executor runs the graph itself.
+    Partition p;
+    p.device =
+        used.empty() ? devices.devices()[0] : devices.FindDevice(*used.begin());
+    partitions_.push_back(std::move(p));
+    return absl::OkStatus();
+  }
+  // Cut into one graph per device, joined by _Send/_Recv pairs over the
+  // step's rendezvous (runnel/graph/partition.h).
+  PartitionOptions popts;
+  popts.scheduling_for_recvs = options.scheduling_for_recvs;
+  popts.get_incarnation = [&devices](const std::string& name) -> uint64_t {
+    const Device* d = devices.FindDevice(name);
+    return d == nullptr ? 0 : d->incarnation();
+  };
+  // HostMemory args travel by _HostSend/_HostRecv (framework/memory_types.h).
+  popts.output_in_host_memory = [&devices](const Node* n, int k) {
+    return InHostMemory(devices, *n, k, /*output=*/true);
+  };
+  popts.input_in_host_memory = [&devices](const Node* n, int k) {
+    return InHostMemory(devices, *n, k, /*output=*/false);
+  };
+  std::map<std::string, GraphDef> parts;
+  RETURN_IF_ERROR(runnel::Partition(popts, *graph_, &parts));
+  ImportGraphDefOptions iopts;
+  iopts.allow_internal_ops = true;
+  for (auto& [name, def] : parts) {
+    Partition p;
+    p.device = devices.FindDevice(name);
+    if (p.device == nullptr) {
+      return errors::Internal("partition for unknown device '", name, "'");
+    }
+    p.graph = std::make_unique<Graph>();
+    RETURN_IF_ERROR(ImportGraphDef(def, p.graph.get(), iopts));
+    for (Node* n : p.graph->nodes()) n->set_assigned_device_name(name);
+    partition_graph_defs_.push_back(std::move(def));
+    partitions_.push_back(std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+// One step's bookkeeping, freed when the last partition reports.
+struct PartitionedExecutor::RunState {
+  std::function<void(const Status&)> done;
+  absl::InlinedVector<Executor::Args, 2> args;
+  absl::InlinedVector<std::unique_ptr<StepStatsCollector>, 2> collectors;
+  StepStats* step_stats = nullptr;
+  std::unique_ptr<LocalRendezvous> own_rendezvous;
+  Rendezvous* rendezvous = nullptr;
+  CancellationManager* cm = nullptr;
+  CancellationManager::Token abort_token = 0;
+  bool abort_registered = false;
+  std::atomic<size_t> pending{0};
+  absl::Mutex mu;
+  Status status ABSL_GUARDED_BY(mu);
+
+  void PartitionDone(const Status& s) {
+    if (!s.ok()) {
+      bool first = false;
+      {
+        absl::MutexLock l(&mu);
+        // The first error wins, except that a partition's Cancelled or
+        // Aborted caused by another's error (the abort below) gives way to
+        // that error, whichever reports first.
+        auto derived = [](const Status& x) {
+          return x.code() == absl::StatusCode::kCancelled ||
+                 x.code() == absl::StatusCode::kAborted;
+        };
+        if (status.ok()) {
+          status = s;
+          first = true;
+        } else if (derived(status) && !derived(s)) {
+          status = s;
+        }
+      }
+      if (first && rendezvous != nullptr) rendezvous->StartAbort(s);
+    }
+    if (pending.fetch_sub(1) != 1) return;
+    if (abort_registered) cm->DeregisterCallback(abort_token);
+    if (step_stats != nullptr) {
+      for (auto& c : collectors) c->Finalize(step_stats);
+    }
+    Status result;
+    {
+      absl::MutexLock l(&mu);
+      result = status;
+    }
+    auto cb = std::move(done);
+    delete this;
+    cb(result);
+  }
+};
+
+void PartitionedExecutor::RunAsync(const Args& args,
+                                   std::function<void(const Status&)> done) {
+  const size_t n = partitions_.size();
+  auto* st = new RunState;
+  st->done = std::move(done);
+  st->pending.store(n);
+  st->step_stats = args.step_stats;
+  st->rendezvous = args.rendezvous;
+  if (st->rendezvous == nullptr && n > 1) {
+    st->own_rendezvous = std::make_unique<LocalRendezvous>();
+    st->rendezvous = st->own_rendezvous.get();
+  }
+  // Cancelling the step (Close, a timeout, the master) aborts the
+  // rendezvous, so no Recv waits for a Send that will never come.
+  if (st->rendezvous != nullptr && args.cancellation_manager != nullptr) {
+    st->cm = args.cancellation_manager;
+    st->abort_token = st->cm->NewToken();
+    Rendezvous* r = st->rendezvous;
+    st->abort_registered = st->cm->RegisterCallback(st->abort_token, [r] {
+      r->StartAbort(errors::Cancelled("the step was cancelled"));
+    });
+    if (!st->abort_registered) {
+      r->StartAbort(errors::Cancelled("the step was cancelled"));
+    }
+  }
+  st->args.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    Executor::Args& a = st->args[i];
+    a.step_id = args.step_id;
+    a.call_frame = args.call_frame;
+    a.cancellation_manager = args.cancellation_manager;
+    a.resource_manager = partitions_[i].device->resource_manager();
+    a.step_resources = args.step_resources;
+    a.rendezvous = st->rendezvous;
+    if (args.step_stats != nullptr) {
+      st->collectors.push_back(
+          std::make_unique<StepStatsCollector>(partitions_[i].device->name()));
+      a.stats = st->collectors.back().get();
+    }
+  }
+  // The executor runs cheap nodes inline on the thread that starts it, so
+  // every partition but (optionally) the first starts on the pool.
+  auto on_done = [st](const Status& s) { st->PartitionDone(s); };
+  const size_t first_pooled = args.run_first_inline ? 1 : 0;
+  for (size_t i = first_pooled; i < n; ++i) {
+    Executor* e = partitions_[i].executor.get();
+    const Executor::Args* a = &st->args[i];
+    CpuThreadPool()->Schedule([e, a, on_done] { e->RunAsync(*a, on_done); });
+  }
+  if (args.run_first_inline) {
+    partitions_[0].executor->RunAsync(st->args[0], on_done);
+  }
+}
+
+}  // namespace runnel

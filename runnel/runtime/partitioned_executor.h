@@ -1,0 +1,111 @@
+// PartitionedExecutor: a placed graph cut into one partition per device of
+// this process, with one executor per partition, run as one step (DESIGN.md
+// §3, steps 3d–4). DirectSession runs each step signature's pruned graph
+// through one; a distributed worker runs each graph the master registered
+// with it through one.
+//
+//   PartitionedExecutor::Options opts;
+//   opts.create_kernel = ...;
+//   ASSIGN_OR_RETURN(auto pe, PartitionedExecutor::Create(opts, devices,
+//                                                         std::move(graph)));
+//   pe->RunAsync(args, [](const Status& s) { ... });
+//
+// A graph on one device runs as is; otherwise it is partitioned
+// (runnel/graph/partition.h) and the partitions meet in the step's
+// rendezvous: the caller's (a worker's step rendezvous, which also reaches
+// other processes) or, when the caller gives none, a fresh LocalRendezvous
+// per step. The first error of any partition aborts that rendezvous, so no
+// partition waits on a Recv whose Send will never come, and is the step's
+// result (a Cancelled/Aborted that the abort caused gives way to the error
+// that caused it).
+//
+// Thread safety: RunAsync may be called concurrently.
+#ifndef RUNNEL_RUNTIME_PARTITIONED_EXECUTOR_H_
+#define RUNNEL_RUNTIME_PARTITIONED_EXECUTOR_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proto/graph.pb.h"
+#include "proto/step_stats.pb.h"
+#include "runnel/base/status.h"
+#include "runnel/framework/device.h"
+#include "runnel/graph/graph.h"
+#include "runnel/runtime/device_mgr.h"
+#include "runnel/runtime/executor.h"
+
+namespace runnel {
+
+class PartitionedExecutor {
+ public:
+  struct Options {
+    // Makes (or returns a shared) kernel for `node` on `device`. `node` is
+    // the node of the graph given to Create (not of a partition), so kernels
+    // may be shared by node identity.
+    std::function<Status(Device* device, const Node& node,
+                         std::shared_ptr<OpKernel>* kernel)>
+        create_kernel;
+    // Whitepaper §5.2: Recvs start as late as their consumers allow.
+    bool scheduling_for_recvs = false;
+  };
+
+  // `graph` has every node assigned to a device of `devices` (which must
+  // outlive this). InvalidArgument/Internal naming the node otherwise;
+  // kernel creation errors name the node.
+  static StatusOr<std::unique_ptr<PartitionedExecutor>> Create(
+      const Options& options, const DeviceMgr& devices,
+      std::unique_ptr<Graph> graph);
+
+  struct Args {
+    int64_t step_id = 0;
+    CallFrameInterface* call_frame = nullptr;
+    // Cancelling it aborts the step's rendezvous.
+    CancellationManager* cancellation_manager = nullptr;
+    StepResources* step_resources = nullptr;
+    // Null: a fresh LocalRendezvous when there is more than one partition.
+    Rendezvous* rendezvous = nullptr;
+    // Collect per-node stats into `step_stats` (one DeviceStepStats per
+    // partition), which must stay valid until `done` runs.
+    StepStats* step_stats = nullptr;
+    // Start the first partition on the calling thread (the others always
+    // start on the pool, so the devices run concurrently). A caller that
+    // must keep the clock (a step timeout) passes false.
+    bool run_first_inline = true;
+  };
+  // Calls `done` once, after every partition has finished.
+  void RunAsync(const Args& args, std::function<void(const Status&)> done);
+
+  // The graph given to Create (after partitioning it is no longer run).
+  const Graph& graph() const { return *graph_; }
+  // One GraphDef per partition (the whole graph when there is one).
+  const std::vector<GraphDef>& partition_graph_defs() const {
+    return partition_graph_defs_;
+  }
+  int num_partitions() const { return static_cast<int>(partitions_.size()); }
+  // Whether the graph has loops or conditionals.
+  bool has_control_flow() const { return has_control_flow_; }
+
+  ~PartitionedExecutor();
+
+ private:
+  struct Partition {
+    Device* device = nullptr;
+    std::unique_ptr<Graph> graph;  // Null when it is graph_ itself.
+    std::unique_ptr<Executor> executor;
+  };
+  struct RunState;
+
+  PartitionedExecutor() = default;
+  Status Split(const Options& options, const DeviceMgr& devices);
+
+  std::unique_ptr<Graph> graph_;
+  std::vector<Partition> partitions_;
+  std::vector<GraphDef> partition_graph_defs_;
+  bool has_control_flow_ = false;
+};
+
+}  // namespace runnel
+
+#endif  // RUNNEL_RUNTIME_PARTITIONED_EXECUTOR_H_
