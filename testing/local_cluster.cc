@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -119,7 +120,9 @@ Status LocalClusterProcesses::Spawn(Task* t) {
   pid_t pid = fork();
   if (pid < 0) return errors::Internal("fork failed");
   if (pid == 0) {
-    // Quiet children: their logs would interleave with the test's.
+    // Quiet children: their "listening" lines would interleave with the
+    // caller's output (errors still go to stderr).
+    if (FILE* null = std::fopen("/dev/null", "w")) dup2(fileno(null), 1);
     execl(binary_.c_str(), binary_.c_str(), "server", "--cluster",
           spec_.c_str(), "--job", t->job.c_str(), "--task", task.c_str(),
           static_cast<char*>(nullptr));

@@ -19,10 +19,16 @@ namespace runnel {
 namespace {
 
 constexpr int64_t kMaxPort = 65535;
-// Far above any real TF_CONFIG of kMaxClusterTasks tasks (~60 bytes each);
-// keeps a hostile value from costing more than a bounded parse.
-constexpr size_t kMaxTfConfigBytes = 64 << 20;
 constexpr char kTfConfig[] = "TF_CONFIG: ";
+// Note [TF_CONFIG bounds]: protobuf 3.21's JSON parser bounds the nesting of
+// objects but not of lists, and its time grows steeply with list depth
+// (10000 nested '[', 20 KB, take seconds); TF_CONFIG nests 3 deep, so deeper
+// input is refused before protobuf sees it. Within that depth the parse costs
+// about 1 s per MB of small values, so the size is bounded too: 8 MiB holds
+// kMaxClusterTasks tasks of ~60-byte addresses (and Linux caps one
+// environment string at 128 KiB anyway).
+constexpr size_t kMaxTfConfigBytes = 8 << 20;
+constexpr int kMaxTfConfigDepth = 16;
 
 std::string Quote(absl::string_view s) {
   return absl::StrCat("'", absl::CEscape(s), "'");
@@ -203,6 +209,32 @@ std::pair<const char*, const char*> FirstSet(
 }
 
 // ---- TF_CONFIG ----
+
+// The deepest nesting of [ and { outside strings, for Note [TF_CONFIG bounds].
+// Only a guard: on malformed input it may be off, but only past the point
+// where protobuf's parser stops anyway. Both quote kinds open strings, so
+// the count never misses a bracket that protobuf would parse.
+int JsonDepth(absl::string_view json) {
+  int depth = 0, max_depth = 0;
+  char quote = 0;  // the open string's quote, or 0 outside strings
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (quote != 0) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
 
 using google::protobuf::Struct;
 using google::protobuf::Value;
@@ -549,6 +581,10 @@ StatusOr<ClusterTask> ClusterFromTfConfig(absl::string_view json) {
     return errors::InvalidArgument(kTfConfig, "is ", json.size(),
                                    " bytes, more than the ", kMaxTfConfigBytes,
                                    " allowed");
+  }
+  if (JsonDepth(json) > kMaxTfConfigDepth) {
+    return errors::InvalidArgument(kTfConfig, "nests deeper than ",
+                                   kMaxTfConfigDepth, " levels");
   }
   Struct config;
   const auto parsed =

@@ -70,7 +70,8 @@ std::string ClusterSpecString(const ClusterDef& cluster);
 // task.type "evaluator" may be absent from "cluster" (TensorFlow: the
 // evaluator is not part of the cluster); any other type must be a job of
 // the cluster. Other keys (environment, rpc_layer, session_master) are
-// ignored. Errors are InvalidArgument starting with "TF_CONFIG: ".
+// ignored. The text may be at most 8 MiB and nest at most 16 levels deep
+// (TF_CONFIG nests 3). Errors are InvalidArgument starting with "TF_CONFIG: ".
 StatusOr<ClusterTask> ClusterFromTfConfig(absl::string_view json);
 
 // Parses jobs and their task counts, in order, from "ps=1,worker=2" (a

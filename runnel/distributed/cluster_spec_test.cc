@@ -337,6 +337,26 @@ TEST(TfConfigTest, RejectsMoreThanTheMaximumTasks) {
                 "TF_CONFIG: cluster has more than 100000 tasks");
 }
 
+TEST(TfConfigTest, RefusesDeepNestingBeforeParsing) {
+  // Protobuf's parser is slow on deep lists: Note [TF_CONFIG bounds].
+  const std::string deep =
+      absl::StrCat(R"({"cluster": {"w": ["h:1"]}, "x": )",
+                   std::string(1000000, '['), std::string(1000000, ']'), "}");
+  ExpectInvalid(ReadTfConfig(deep).status(),
+                "TF_CONFIG: nests deeper than 16 levels");
+  ExpectInvalid(
+      ReadTfConfig(absl::StrCat(R"({"cluster": {"w": ["h:1"]}, "x": ")",
+                                std::string(9 << 20, 'x'), "\"}"))
+          .status(),
+      "TF_CONFIG: is 9437220 bytes, more than the 8388608 allowed");
+  // Brackets inside strings do not count; shallow extra keys are ignored.
+  StatusOr<ClusterTask> t = ReadTfConfig(absl::StrCat(
+      R"({"cluster": {"w": ["h:1"]}, "x": [[[{"y": [[1]]}]]], "z": ")",
+      std::string(100, '['), R"(\"[\\"})"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(ClusterSpecString(t->cluster), "w=h:1");
+}
+
 // ---- TaskAddress ----
 
 TEST(TaskAddressTest, FindsTasksAndNamesMissingOnes) {

@@ -1,0 +1,215 @@
+// Clusters of `runnel server` processes (testing/local_cluster.h): the same
+// training graph as distributed_test across processes, and what a client
+// sees when a task is killed mid-run or restarts: a clear status naming the
+// task within a bounded time, never a hang.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "runnel/distributed/grpc_session.h"
+#include "runnel/graph/graph_def.h"
+#include "testing/local_cluster.h"
+#include "testing/op_test_util.h"
+
+namespace runnel {
+namespace {
+
+const char kGraph[] = R"pb(
+  node {
+    name: "w"
+    op: "VariableV2"
+    device: "/job:ps/replica:0/task:0/device:CPU:0"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "shape"
+      value { shape {} }
+    }
+  }
+  node {
+    name: "w0"
+    op: "Const"
+    device: "/job:ps/replica:0/task:0/device:CPU:0"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+    attr {
+      key: "value"
+      value {
+        tensor {
+          dtype: DT_FLOAT
+          tensor_shape {}
+          float_val: 3
+        }
+      }
+    }
+  }
+  node {
+    name: "init"
+    op: "Assign"
+    input: "w"
+    input: "w0"
+    device: "/job:ps/replica:0/task:0/device:CPU:0"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "x"
+    op: "Placeholder"
+    device: "/job:worker/replica:0/task:0/device:CPU:0"
+    attr {
+      key: "dtype"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "wx"
+    op: "Mul"
+    input: "w"
+    input: "x"
+    device: "/job:worker/replica:0/task:0/device:CPU:0"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+  node {
+    name: "step"
+    op: "AssignAdd"
+    input: "w"
+    input: "wx"
+    device: "/job:ps/replica:0/task:0/device:CPU:0"
+    attr {
+      key: "T"
+      value { type: DT_FLOAT }
+    }
+  }
+)pb";
+
+std::unique_ptr<Session> Open(const std::string& target) {
+  GraphDef g;
+  EXPECT_OK(ParseGraphDefText(kGraph, &g));
+  SessionOptions o;
+  o.target = target;
+  o.config.set_operation_timeout_in_ms(20000);
+  auto s = NewGrpcSession(o);
+  EXPECT_OK(s.status());
+  if (!s.ok()) return nullptr;
+  EXPECT_OK((*s)->Create(g));
+  return std::move(*s);
+}
+
+TEST(DistributedProcessTest, TrainsAcrossProcessesAndSurvivesAKilledTask) {
+  auto cluster =
+      LocalClusterProcesses::Create(RUNNEL_BINARY, {{"ps", 1}, {"worker", 1}});
+  ASSERT_OK(cluster.status());
+  auto session = Open((*cluster)->target("worker", 0));
+  ASSERT_NE(session, nullptr);
+  ASSERT_OK(session->Run({}, {}, {"init"}, nullptr));
+  std::vector<Tensor> out;
+  // w <- w + w * 0.5, twice: 3 -> 4.5 -> 6.75.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_OK(
+        session->Run({{"x", Tensor::Scalar<float>(0.5f)}}, {"step"}, {}, &out));
+  }
+  EXPECT_EQ(out[0].flat<float>()[0], 6.75f);
+
+  // The PS dies: the next step fails, naming the task, within the bound.
+  (*cluster)->Kill("ps", 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s =
+      session->Run({{"x", Tensor::Scalar<float>(0.5f)}}, {"step"}, {}, &out);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(s.code() == absl::StatusCode::kUnavailable ||
+              s.code() == absl::StatusCode::kAborted)
+      << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "/job:ps")) << s;
+  EXPECT_LT(secs, 25.0);
+
+  // It comes back as a new incarnation: the old session's steps fail
+  // (their partitions and keys are gone), a new session trains again.
+  ASSERT_OK((*cluster)->Restart("ps", 0));
+  s = session->Run({{"x", Tensor::Scalar<float>(0.5f)}}, {"step"}, {}, &out);
+  EXPECT_FALSE(s.ok()) << "a step of a session from before the restart ran";
+  auto fresh = Open((*cluster)->target("worker", 0));
+  ASSERT_NE(fresh, nullptr);
+  ASSERT_OK(fresh->Run({}, {}, {"init"}, nullptr));
+  ASSERT_OK(
+      fresh->Run({{"x", Tensor::Scalar<float>(1.f)}}, {"step"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], 6.f);
+}
+
+TEST(DistributedProcessTest, AWorkerKilledMidStepFailsTheStep) {
+  auto cluster =
+      LocalClusterProcesses::Create(RUNNEL_BINARY, {{"ps", 1}, {"worker", 2}});
+  ASSERT_OK(cluster.status());
+  // A dequeue on worker 1 from an empty queue waits until worker 1 dies.
+  GraphDef g;
+  ASSERT_OK(
+      ParseGraphDefText(R"pb(
+                          node {
+                            name: "q"
+                            op: "FIFOQueueV2"
+                            device: "/job:worker/replica:0/task:1/device:CPU:0"
+                            attr {
+                              key: "component_types"
+                              value { list { type: DT_FLOAT } }
+                            }
+                          }
+                          node {
+                            name: "d"
+                            op: "QueueDequeueV2"
+                            input: "q"
+                            device: "/job:worker/replica:0/task:1/device:CPU:0"
+                            attr {
+                              key: "component_types"
+                              value { list { type: DT_FLOAT } }
+                            }
+                          }
+                          node {
+                            name: "y"
+                            op: "Neg"
+                            input: "d"
+                            device: "/job:worker/replica:0/task:0/device:CPU:0"
+                            attr {
+                              key: "T"
+                              value { type: DT_FLOAT }
+                            }
+                          }
+                        )pb",
+                        &g));
+  SessionOptions o;
+  o.target = (*cluster)->target("worker", 0);
+  auto session = NewGrpcSession(o);
+  ASSERT_OK(session.status());
+  ASSERT_OK((*session)->Create(g));
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    (*cluster)->Kill("worker", 1);
+  });
+  std::vector<Tensor> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = (*session)->Run({}, {"y"}, {}, &out);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  killer.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "/job:worker/replica:0/task:1"))
+      << s;
+  EXPECT_LT(secs, 20.0);
+}
+
+}  // namespace
+}  // namespace runnel
