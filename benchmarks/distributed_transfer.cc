@@ -135,16 +135,19 @@ int main(int argc, char** argv) {
     const int64_t floats = bytes / 4;
     const int reps = bytes >= (16 << 20) ? 10 : 50;
     // On the PS, consumed on the worker: one RecvTensor per step.
-    std::string g = VarGraph(floats, Dev("ps", 0), "ps_") +
-                    VarGraph(floats, worker, "w_") +
-                    NodeText("use", "Identity", {"ps_read"}, worker, kTFloat) +
-                    NodeText("done", "NoOp", {"^use"}, worker);
+    // Variables live on as long as their servers: a fresh name per size.
+    const std::string ps = absl::StrCat("ps", bytes, "_");
+    const std::string w = absl::StrCat("w", bytes, "_");
+    std::string g =
+        VarGraph(floats, Dev("ps", 0), ps) + VarGraph(floats, worker, w) +
+        NodeText("use", "Identity", {ps + "read"}, worker, kTFloat) +
+        NodeText("done", "NoOp", {"^use"}, worker);
     auto s = RemoteSession((*cluster)->target("worker", 0), g);
-    Check(s->Run({}, {}, {"ps_init", "w_init"}, nullptr), "init");
+    Check(s->Run({}, {}, {ps + "init", w + "init"}, nullptr), "init");
     const double recv = MedianStepSeconds(s.get(), {}, {"done"}, reps);
     std::printf("distributed_transfer runnel bytes=%lld throughput=%.3f GB/s\n",
                 static_cast<long long>(bytes), bytes / recv / 1e9);
-    const double fetch = MedianStepSeconds(s.get(), {"w_read"}, {}, reps);
+    const double fetch = MedianStepSeconds(s.get(), {w + "read"}, {}, reps);
     std::printf(
         "distributed_transfer runnel_fetch bytes=%lld throughput=%.3f GB/s\n",
         static_cast<long long>(bytes), bytes / fetch / 1e9);

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -123,6 +124,8 @@ Status LocalClusterProcesses::Spawn(Task* t) {
     // Quiet children: their "listening" lines would interleave with the
     // caller's output (errors still go to stderr).
     if (FILE* null = std::fopen("/dev/null", "w")) dup2(fileno(null), 1);
+    // A task never outlives the process that started it.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     execl(binary_.c_str(), binary_.c_str(), "server", "--cluster",
           spec_.c_str(), "--job", t->job.c_str(), "--task", task.c_str(),
           static_cast<char*>(nullptr));

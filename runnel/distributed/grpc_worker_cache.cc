@@ -51,10 +51,34 @@ class GrpcRemoteWorker final : public WorkerInterface {
   RUNNEL_WORKER_METHODS(RUNNEL_DEFINE_REMOTE)
 #undef RUNNEL_DEFINE_REMOTE
 
+  void RecvTensorRawAsync(CallOptions* opts, const RecvTensorRequest* request,
+                          TensorResponse* response,
+                          StatusCallback done) override {
+    CallBytes(
+        opts, "/tensorflow.WorkerService/RecvTensor", *request,
+        [response](const grpc::ByteBuffer& bytes) {
+          return DecodeRecvTensorResponse(bytes, response);
+        },
+        std::move(done));
+  }
+
  private:
   void Call(CallOptions* opts, const char* method,
             const google::protobuf::MessageLite& request,
             google::protobuf::MessageLite* response, StatusCallback done) {
+    CallBytes(
+        opts, method, request,
+        [response, method](const grpc::ByteBuffer& bytes) {
+          return ParseFromByteBuffer(bytes, response, method);
+        },
+        std::move(done));
+  }
+
+  // One unary call; `parse` reads the response bytes.
+  void CallBytes(CallOptions* opts, const char* method,
+                 const google::protobuf::MessageLite& request,
+                 std::function<Status(const grpc::ByteBuffer&)> parse,
+                 StatusCallback done) {
     struct State {
       grpc::ClientContext ctx;
       grpc::ByteBuffer req, resp;
@@ -73,12 +97,12 @@ class GrpcRemoteWorker final : public WorkerInterface {
     }
     stub_.UnaryCall(
         &st->ctx, method, grpc::StubOptions(), &st->req, &st->resp,
-        [this, st, opts, method, response,
+        [this, st, opts, method, parse = std::move(parse),
          done = std::move(done)](const grpc::Status& gs) {
           if (opts != nullptr) opts->ClearCancelCallback();
           Status s = FromGrpcStatus(gs);
           if (s.ok()) {
-            s = ParseFromByteBuffer(st->resp, response, method);
+            s = parse(st->resp);
           } else if (s.code() == absl::StatusCode::kUnavailable ||
                      s.code() == absl::StatusCode::kDeadlineExceeded) {
             // Name the task: "which worker died" is the question to answer.
@@ -96,6 +120,31 @@ class GrpcRemoteWorker final : public WorkerInterface {
 };
 
 }  // namespace
+
+void WorkerInterface::RecvTensorRawAsync(CallOptions* opts,
+                                         const RecvTensorRequest* request,
+                                         TensorResponse* response,
+                                         StatusCallback done) {
+  auto* proto = new RecvTensorResponse;
+  RecvTensorAsync(opts, request, proto,
+                  [proto, response, done = std::move(done)](const Status& s) {
+                    Status status = s;
+                    if (status.ok()) {
+                      response->is_dead = proto->is_dead();
+                      response->send_start_micros = proto->send_start_micros();
+                      if (!response->is_dead) {
+                        StatusOr<Tensor> t = Tensor::FromProto(proto->tensor());
+                        if (t.ok()) {
+                          response->tensor = *std::move(t);
+                        } else {
+                          status = t.status();
+                        }
+                      }
+                    }
+                    delete proto;
+                    done(status);
+                  });
+}
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
     std::shared_ptr<grpc::Channel> channel, std::string task) {

@@ -690,7 +690,7 @@ StatusOr<std::shared_ptr<MasterSession>> Master::Find(
   absl::MutexLock l(&mu_);
   auto it = sessions_.find(handle);
   if (it == sessions_.end()) {
-    return errors::Aborted("session '", handle,
+    return errors::Aborted("session '", Clip(handle),
                            "' is not found (it was closed, reset, or never "
                            "created on this master)");
   }
@@ -767,7 +767,7 @@ Status Master::CloseSession(const CloseSessionRequest& request,
     absl::MutexLock l(&mu_);
     auto it = sessions_.find(request.session_handle());
     if (it == sessions_.end()) {
-      return errors::Aborted("session '", request.session_handle(),
+      return errors::Aborted("session '", Clip(request.session_handle()),
                              "' is not found");
     }
     session = std::move(it->second);

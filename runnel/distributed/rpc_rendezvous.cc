@@ -71,7 +71,7 @@ void RemoteRendezvous::RecvRemoteAsync(const ParsedKey& key,
     }
     calls_.insert(call);
   }
-  worker->RecvTensorAsync(
+  worker->RecvTensorRawAsync(
       &call->opts, &call->req, &call->resp,
       [this, call, task, done = std::move(done)](const Status& status) {
         {
@@ -79,19 +79,13 @@ void RemoteRendezvous::RecvRemoteAsync(const ParsedKey& key,
           calls_.erase(call);
         }
         Status s = status;
-        Tensor value;
-        bool is_dead = call->resp.is_dead();
-        if (s.ok() && !is_dead) {
-          StatusOr<Tensor> t = Tensor::FromProto(call->resp.tensor());
-          if (t.ok()) {
-            value = *std::move(t);
-          } else {
-            s = errors::InvalidArgument(
-                "RecvTensor from ", task, " returned a bad tensor for '",
-                call->req.rendezvous_key(), "': ", t.status().message());
-          }
+        if (s.code() == absl::StatusCode::kInvalidArgument ||
+            s.code() == absl::StatusCode::kResourceExhausted) {
+          s = Status(s.code(),
+                     absl::StrCat("RecvTensor of '", call->req.rendezvous_key(),
+                                  "' from ", task, ": ", s.message()));
         }
-        done(s, Args(), Args(), value, is_dead);
+        done(s, Args(), Args(), call->resp.tensor, call->resp.is_dead);
       });
 }
 
@@ -112,6 +106,10 @@ std::shared_ptr<RemoteRendezvous> RendezvousMgr::Find(int64_t step_id) {
   auto it = steps_.find(step_id);
   if (it != steps_.end()) return it->second;
   auto r = std::make_shared<RemoteRendezvous>(step_id, devices_, workers_);
+  if (!stopped_.ok()) {
+    r->StartAbort(stopped_);
+    return r;
+  }
   if (cleaned_.contains(step_id)) {
     r->StartAbort(
         errors::Aborted("step ", step_id, " has finished (it was cleaned up)"));
@@ -143,6 +141,14 @@ void RendezvousMgr::Cleanup(int64_t step_id, const Status& status) {
                       ? status
                       : errors::Aborted("step ", step_id, " was cleaned up"));
   }
+}
+
+void RendezvousMgr::StopAll(const Status& status) {
+  {
+    absl::MutexLock l(&mu_);
+    stopped_ = status;
+  }
+  CleanupAll(status);
 }
 
 void RendezvousMgr::CleanupAll(const Status& status) {

@@ -46,7 +46,7 @@ class RemoteRendezvous final : public Rendezvous {
   struct Call {
     CallOptions opts;
     RecvTensorRequest req;
-    RecvTensorResponse resp;
+    TensorResponse resp;
   };
   void RecvRemoteAsync(const ParsedKey& key, DoneCallback done);
 
@@ -71,6 +71,9 @@ class RendezvousMgr {
   void Cleanup(int64_t step_id, const Status& status = absl::OkStatus());
   // Every step's.
   void CleanupAll(const Status& status);
+  // CleanupAll, and every later Find gets a rendezvous aborted with
+  // `status` (a shutting-down worker).
+  void StopAll(const Status& status);
 
  private:
   const DeviceMgr* const devices_;
@@ -80,6 +83,7 @@ class RendezvousMgr {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<int64_t> cleaned_ ABSL_GUARDED_BY(mu_);
   std::deque<int64_t> cleaned_order_ ABSL_GUARDED_BY(mu_);
+  Status stopped_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace runnel

@@ -62,6 +62,31 @@ void Server::RegisterMethods() {
   RUNNEL_WORKER_METHODS(RUNNEL_REGISTER_WORKER)
 #undef RUNNEL_REGISTER_WORKER
 
+  // RecvTensor answers with the tensor's own buffer as a slice
+  // (tensor_coding.h); this registration replaces the typed one.
+  service_->Register(
+      "/tensorflow.WorkerService/RecvTensor",
+      [w = worker_.get()](const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response, StatusCallback done) {
+        struct Call {
+          RecvTensorRequest req;
+          TensorResponse resp;
+        };
+        auto call = std::make_shared<Call>();
+        Status s = ParseFromByteBuffer(request, &call->req,
+                                       "/tensorflow.WorkerService/RecvTensor");
+        if (!s.ok()) return done(s);
+        w->RecvTensorRawAsync(nullptr, &call->req, &call->resp,
+                              [call, response, done](const Status& s) {
+                                if (s.ok()) {
+                                  EncodeRecvTensorResponse(call->resp,
+                                                           response);
+                                }
+                                done(s);
+                              });
+      },
+      /*blocking=*/false);
+
 #define RUNNEL_REGISTER_MASTER(M)                                           \
   service_->RegisterTyped<M##Request, M##Response>(                         \
       "/tensorflow.MasterService/" #M,                                      \
@@ -123,6 +148,9 @@ void Server::Stop() {
     if (stopped_) return;
     stopped_ = true;
   }
+  // Pending RecvTensors and steps end first, so the shutdown below never
+  // waits on a handler that waits on a tensor.
+  worker_->Shutdown();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(500));

@@ -1,6 +1,7 @@
 #include "runnel/distributed/worker.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/runtime/partitioned_executor.h"
@@ -65,7 +66,7 @@ StatusOr<std::shared_ptr<Worker::WorkerSession>> Worker::FindSession(
     sessions_[""] = s;
     return s;
   }
-  return errors::NotFound("worker ", task_, " has no session '", handle,
+  return errors::NotFound("worker ", task_, " has no session '", Clip(handle),
                           "' (it was never created or has been deleted)");
 }
 
@@ -89,7 +90,7 @@ void Worker::CreateWorkerSessionAsync(CallOptions*,
   if (sessions_.contains(request->session_handle())) {
     return done(errors::AlreadyExists("worker ", task_,
                                       " already has session '",
-                                      request->session_handle(), "'"));
+                                      Clip(request->session_handle()), "'"));
   }
   auto s = std::make_shared<WorkerSession>();
   s->handle = request->session_handle();
@@ -104,7 +105,7 @@ void Worker::DeleteWorkerSessionAsync(CallOptions*,
   absl::MutexLock l(&mu_);
   if (sessions_.erase(request->session_handle()) == 0) {
     return done(errors::NotFound("worker ", task_, " has no session '",
-                                 request->session_handle(), "'"));
+                                 Clip(request->session_handle()), "'"));
   }
   done(absl::OkStatus());
 }
@@ -190,7 +191,7 @@ void Worker::DeregisterGraphAsync(CallOptions*,
   absl::MutexLock l(&(*session)->mu);
   if ((*session)->graphs.erase(request->graph_handle()) == 0) {
     return done(errors::NotFound("worker ", task_, " has no graph '",
-                                 request->graph_handle(), "'"));
+                                 Clip(request->graph_handle()), "'"));
   }
   done(absl::OkStatus());
 }
@@ -215,7 +216,7 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
   if (item == nullptr) {
     return done(errors::NotFound("worker ", task_, " has no graph '",
                                  request->graph_handle(), "' in session '",
-                                 request->session_handle(), "'"));
+                                 Clip(request->session_handle()), "'"));
   }
   const int64_t step_id = request->step_id();
   std::shared_ptr<RemoteRendezvous> rendezvous = rendezvous_mgr_->Find(step_id);
@@ -241,7 +242,9 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
   }
 
   struct RunState {
-    CancellationManager cm;
+    // Shared with active_steps_, so CleanupGraph can cancel it outside mu_.
+    std::shared_ptr<CancellationManager> cm =
+        std::make_shared<CancellationManager>();
     StepResources step_resources;
     StepStats stats;
     std::shared_ptr<GraphItem> item;
@@ -253,14 +256,17 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
   bool record;
   {
     absl::MutexLock l(&mu_);
-    active_steps_[step_id].insert(&st->cm);
+    if (shutting_down_) {
+      return done(errors::Aborted("worker ", task_, " is shutting down"));
+    }
+    active_steps_[step_id].insert(st->cm);
     record = rpc_logging_;
   }
   record |= request->exec_opts().record_timeline() ||
             request->exec_opts().record_costs();
   PartitionedExecutor::Args args;
   args.step_id = step_id;
-  args.cancellation_manager = &st->cm;
+  args.cancellation_manager = st->cm.get();
   args.step_resources = &st->step_resources;
   args.rendezvous = rendezvous.get();
   args.step_stats = record ? &st->stats : nullptr;
@@ -275,7 +281,7 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
           absl::MutexLock l(&mu_);
           auto it = active_steps_.find(step_id);
           if (it != active_steps_.end()) {
-            it->second.erase(&st->cm);
+            it->second.erase(st->cm);
             if (it->second.empty()) active_steps_.erase(it);
           }
           if (rpc_logging_ && record) logged_steps_[step_id] = st->stats;
@@ -329,18 +335,32 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
 void Worker::CleanupGraphAsync(CallOptions*, const CleanupGraphRequest* request,
                                CleanupGraphResponse*, StatusCallback done) {
   const int64_t step_id = request->step_id();
-  std::vector<CancellationManager*> cms;
+  std::vector<std::shared_ptr<CancellationManager>> cms;
   {
     absl::MutexLock l(&mu_);
     auto it = active_steps_.find(step_id);
-    if (it != active_steps_.end())
+    if (it != active_steps_.end()) {
       cms.assign(it->second.begin(), it->second.end());
-    // Cancelling under mu_ keeps each manager alive: a step unregisters
-    // itself under mu_ before freeing its manager.
-    for (CancellationManager* cm : cms) cm->StartCancel();
+    }
   }
+  // Outside mu_: cancelling can finish a step on this thread, and the
+  // step's completion takes mu_.
+  for (auto& cm : cms) cm->StartCancel();
   rendezvous_mgr_->Cleanup(step_id);
   done(absl::OkStatus());
+}
+
+void Worker::Shutdown() {
+  std::vector<std::shared_ptr<CancellationManager>> cms;
+  {
+    absl::MutexLock l(&mu_);
+    shutting_down_ = true;
+    for (auto& [_, set] : active_steps_)
+      cms.insert(cms.end(), set.begin(), set.end());
+  }
+  for (auto& cm : cms) cm->StartCancel();
+  rendezvous_mgr_->StopAll(
+      errors::Aborted("worker ", task_, " is shutting down"));
 }
 
 void Worker::CleanupAllAsync(CallOptions*, const CleanupAllRequest* request,
@@ -359,9 +379,28 @@ void Worker::CleanupAllAsync(CallOptions*, const CleanupAllRequest* request,
   done(status);
 }
 
-void Worker::RecvTensorAsync(CallOptions*, const RecvTensorRequest* request,
+void Worker::RecvTensorAsync(CallOptions* opts,
+                             const RecvTensorRequest* request,
                              RecvTensorResponse* response,
                              StatusCallback done) {
+  auto* raw = new TensorResponse;
+  RecvTensorRawAsync(
+      opts, request, raw,
+      [raw, response, done = std::move(done)](const Status& s) {
+        if (s.ok()) {
+          response->set_is_dead(raw->is_dead);
+          response->set_send_start_micros(raw->send_start_micros);
+          if (!raw->is_dead) {
+            raw->tensor.AsProtoTensorContent(response->mutable_tensor());
+          }
+        }
+        delete raw;
+        done(s);
+      });
+}
+
+void Worker::RecvTensorRawAsync(CallOptions*, const RecvTensorRequest* request,
+                                TensorResponse* response, StatusCallback done) {
   Status s =
       recent_request_ids_.TrackUnique(request->request_id(), "RecvTensor");
   if (!s.ok()) return done(s);
@@ -389,8 +428,9 @@ void Worker::RecvTensorAsync(CallOptions*, const RecvTensorRequest* request,
                const Status& status, const Rendezvous::Args&,
                const Rendezvous::Args&, const Tensor& value, bool is_dead) {
         if (!status.ok()) return done(status);
-        response->set_is_dead(is_dead);
-        if (!is_dead) value.AsProtoTensorContent(response->mutable_tensor());
+        response->is_dead = is_dead;
+        response->send_start_micros = absl::ToUnixMicros(absl::Now());
+        if (!is_dead) response->tensor = value;
         done(absl::OkStatus());
       });
 }

@@ -64,8 +64,15 @@ class Worker final : public WorkerInterface {
                 M##Response* response, StatusCallback done) override;
   RUNNEL_WORKER_METHODS(RUNNEL_DECLARE_OVERRIDE)
 #undef RUNNEL_DECLARE_OVERRIDE
+  void RecvTensorRawAsync(CallOptions* opts, const RecvTensorRequest* request,
+                          TensorResponse* response,
+                          StatusCallback done) override;
 
   const std::string& task() const { return task_; }
+  // Ends every running step and every pending RecvTensor (Aborted), and
+  // refuses new steps: a server stops without waiting on tensors that will
+  // never come.
+  void Shutdown();
   // Sets the workers reaching other tasks (before the first step).
   void set_worker_cache(WorkerCacheInterface* workers);
 
@@ -88,8 +95,10 @@ class Worker final : public WorkerInterface {
       ABSL_GUARDED_BY(mu_);
   int64_t next_graph_id_ ABSL_GUARDED_BY(mu_) = 0;
   // Steps running here, so CleanupGraph can cancel them.
-  absl::flat_hash_map<int64_t, absl::flat_hash_set<CancellationManager*>>
+  absl::flat_hash_map<int64_t,
+                      absl::flat_hash_set<std::shared_ptr<CancellationManager>>>
       active_steps_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   // Logging: step stats kept while RPC logging is on.
   bool rpc_logging_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<int64_t, StepStats> logged_steps_ ABSL_GUARDED_BY(mu_);

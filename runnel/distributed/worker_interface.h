@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "proto/worker.pb.h"
 #include "runnel/base/status.h"
+#include "runnel/distributed/tensor_coding.h"
 #include "runnel/framework/device_name.h"
 
 namespace runnel {
@@ -31,6 +32,13 @@ inline std::string TaskName(const DeviceName& d) {
   return absl::StrCat("/job:", d.job,
                       "/replica:", d.replica < 0 ? 0 : d.replica,
                       "/task:", d.task);
+}
+// `s` for an error message: at most 200 bytes (a peer's 1 MB handle must
+// not become a 1 MB status, which gRPC would refuse to send).
+inline std::string Clip(absl::string_view s) {
+  return s.size() <= 200
+             ? std::string(s)
+             : absl::StrCat(s.substr(0, 200), "...(", s.size(), " bytes)");
 }
 inline std::string TaskName(absl::string_view job, int task) {
   return absl::StrCat("/job:", job, "/replica:0/task:", task);
@@ -95,6 +103,14 @@ class WorkerInterface {
   }
   RUNNEL_WORKER_METHODS(RUNNEL_DECLARE_ASYNC)
 #undef RUNNEL_DECLARE_ASYNC
+
+  // RecvTensor with the tensor decoded (what a rendezvous wants): the
+  // in-process worker hands the tensor over, the gRPC one parses the bytes
+  // straight into it (tensor_coding.h). The default decodes the proto.
+  virtual void RecvTensorRawAsync(CallOptions* opts,
+                                  const RecvTensorRequest* request,
+                                  TensorResponse* response,
+                                  StatusCallback done);
 };
 
 class WorkerCacheInterface {

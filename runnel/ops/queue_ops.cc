@@ -334,6 +334,21 @@ Status QueueBase::ValidateTuple(const Tuple& tuple) {
 
 Status QueueBase::ValidateManyTuple(const Tuple& tuple) {
   RETURN_IF_ERROR(CheckComponentTypes(tuple));
+  // Every stored row costs a Tensor per component even when it holds no
+  // data (a batch of shape [1e9, 0] is empty), so the rows of one batch are
+  // bounded like a decoded tensor's bytes.
+  if (!tuple.empty() && tuple[0].dims() >= 1) {
+    const int64_t rows = tuple[0].dim_size(0);
+    const int64_t per_row =
+        static_cast<int64_t>(tuple.size() * sizeof(Tensor) + sizeof(Tuple));
+    if (rows > MaxDecodedTensorBytes() / per_row) {
+      return errors::ResourceExhausted(
+          "EnqueueMany of ", rows, " rows of ", tuple.size(),
+          " components would take ", rows, " x ", per_row,
+          " bytes of queue bookkeeping, over the limit of ",
+          MaxDecodedTensorBytes(), " bytes");
+    }
+  }
   for (size_t i = 0; i < tuple.size(); ++i) {
     if (tuple[i].dims() < 1) {
       return errors::InvalidArgument(

@@ -207,6 +207,19 @@ TEST_F(FIFOQueueTest, EnqueueManyThenDequeueManyBatches) {
   EXPECT_EQ(Size(q), 1);
 }
 
+// Found by the kernel fuzzer: a batch of a billion empty rows holds no data
+// but would make a billion queue elements.
+TEST_F(FIFOQueueTest, EnqueueManyOfHugelyManyEmptyRowsIsRefused) {
+  Tensor q = Queue("fifo_empty_rows",
+                   {.types = {DT_FLOAT}, .shapes = {PartialTensorShape({0})}});
+  Status s = EnqueueMany(q, {Tensor(DT_FLOAT, TensorShape({1000000000, 0}))});
+  ExpectError(s, absl::StatusCode::kResourceExhausted, "queue bookkeeping");
+  EXPECT_EQ(Size(q), 0);
+  // Ordinary batches of empty rows still go in.
+  ASSERT_OK(EnqueueMany(q, {Tensor(DT_FLOAT, TensorShape({1000, 0}))}));
+  EXPECT_EQ(Size(q), 1000);
+}
+
 TEST_F(FIFOQueueTest, DequeueManyZeroAndEmptyEnqueueMany) {
   Tensor q = Queue("fifo_zero",
                    {.types = {DT_DOUBLE}, .shapes = {PartialTensorShape({3})}});
