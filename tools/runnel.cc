@@ -7,7 +7,8 @@
 //                    [--max_graph_bytes N] [--memory_limit_mb N]
 //                    [--device_count TYPE=N]... [--soft_placement]
 //                    [--log_device_placement] [--partition_graphs DIR]
-//                    [--master grpc://HOST:PORT]
+//                    [--master grpc://HOST:PORT [--tls_cert F --tls_key F
+//                    --tls_ca F]]
 //   runnel inspect GRAPH [--max_graph_bytes N]
 //   runnel server ... (tools/server_command.cc)
 //   runnel ops
@@ -51,7 +52,8 @@
 // Clusters: --master grpc://HOST:PORT runs the graph on the cluster whose
 // task serves that address (a `runnel server`); its nodes' devices may name
 // any task ("/job:ps/task:0"). The untrusted-graph check runs here, before
-// the graph is sent.
+// the graph is sent. --tls_cert/--tls_key/--tls_ca talk to a cluster with
+// mutual TLS (the certificate must be signed by the cluster's CA).
 //
 // Errors go to stderr with exit status 1 (2 for usage errors); a step that
 // runs past its timeout is an error like any other (DeadlineExceeded).
@@ -86,26 +88,28 @@ namespace runnel {
 namespace {
 
 int Usage() {
-  std::cerr << "usage:\n"
-               "  runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... "
-               "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
-               "             [--allow_io | --untrusted] [--timeout_ms N] "
-               "[--max_graph_bytes N] [--memory_limit_mb N]\n"
-               "             [--device_count TYPE=N]... [--soft_placement] "
-               "[--log_device_placement] [--partition_graphs DIR]\n"
-               "             [--master grpc://HOST:PORT]\n"
-               "  runnel inspect GRAPH [--max_graph_bytes N]\n"
-               "  runnel server (--cluster SPEC --job J --task T | --slurm | "
-               "--mpi | TF_CONFIG) ...\n"
-               "  runnel ops\n"
-               "run treats GRAPH as untrusted unless --allow_io: ops that "
-               "touch files are refused\n"
-               "(except checkpoint ops whose paths are --feed values) and "
-               "each step times out\n"
-               "after --timeout_ms (default 60000; 0: none). "
-               "--memory_limit_mb caps the tensor memory\n"
-               "of the whole run (an op past it fails with "
-               "RESOURCE_EXHAUSTED). See SECURITY.md.\n";
+  std::cerr
+      << "usage:\n"
+         "  runnel run GRAPH [--feed NAME=VALUE]... [--fetch NAME]... "
+         "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
+         "             [--allow_io | --untrusted] [--timeout_ms N] "
+         "[--max_graph_bytes N] [--memory_limit_mb N]\n"
+         "             [--device_count TYPE=N]... [--soft_placement] "
+         "[--log_device_placement] [--partition_graphs DIR]\n"
+         "             [--master grpc://HOST:PORT [--tls_cert F --tls_key "
+         "F --tls_ca F]]\n"
+         "  runnel inspect GRAPH [--max_graph_bytes N]\n"
+         "  runnel server (--cluster SPEC --job J --task T | --slurm | "
+         "--mpi | TF_CONFIG) ...\n"
+         "  runnel ops\n"
+         "run treats GRAPH as untrusted unless --allow_io: ops that "
+         "touch files are refused\n"
+         "(except checkpoint ops whose paths are --feed values) and "
+         "each step times out\n"
+         "after --timeout_ms (default 60000; 0: none). "
+         "--memory_limit_mb caps the tensor memory\n"
+         "of the whole run (an op past it fails with "
+         "RESOURCE_EXHAUSTED). See SECURITY.md.\n";
   return 2;
 }
 
@@ -274,7 +278,7 @@ int Run(const std::vector<std::string>& args) {
   int64_t timeout_ms = -1;  // -1: the mode's default.
   int64_t max_graph_bytes = kDefaultMaxGraphBytes;
   ConfigProto config;
-  std::string partition_dir, master;
+  std::string partition_dir, master, tls_cert, tls_key, tls_ca;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) {
@@ -295,6 +299,12 @@ int Run(const std::vector<std::string>& args) {
       config.set_log_device_placement(true);
     } else if (a == "--master" && value(&v)) {
       master = v;
+    } else if (a == "--tls_cert" && value(&v)) {
+      tls_cert = v;
+    } else if (a == "--tls_key" && value(&v)) {
+      tls_key = v;
+    } else if (a == "--tls_ca" && value(&v)) {
+      tls_ca = v;
     } else if (a == "--partition_graphs" && value(&v)) {
       partition_dir = v;
     } else if (a == "--device_count" && value(&v)) {
@@ -405,6 +415,11 @@ int Run(const std::vector<std::string>& args) {
   options.config = config;
   options.untrusted = untrusted;
   options.target = master;
+#ifdef RUNNEL_WITH_GRPC
+  if (!tls_cert.empty() || !tls_key.empty() || !tls_ca.empty()) {
+    EnableGrpcSessions(tls_cert, tls_key, tls_ca);
+  }
+#endif
   std::set<size_t> path_feeds;
   if (untrusted) {
     options.allowed_io_nodes = NodesWithFedPaths(gdef, fed, &path_feeds);

@@ -53,7 +53,10 @@ int Fail(const Status& s) {
 
 }  // namespace
 
-void EnableGrpcSessions() { RegisterGrpcSessionFactory(); }
+void EnableGrpcSessions(const std::string& tls_cert, const std::string& tls_key,
+                        const std::string& tls_ca) {
+  RegisterGrpcSessionFactory(TlsFiles{tls_cert, tls_key, tls_ca});
+}
 
 int ServerCommand(const std::vector<std::string>& args) {
   std::string cluster_spec, job, jobs_spec, bind = "127.0.0.1";
@@ -156,7 +159,7 @@ int ServerCommand(const std::vector<std::string>& args) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  EnableGrpcSessions();
+  EnableGrpcSessions(options.tls.cert, options.tls.key, options.tls.ca);
   StatusOr<std::unique_ptr<Server>> server = Server::Create(def, options);
   if (!server.ok()) return Fail(server.status());
   if (Status s = (*server)->Start(); !s.ok()) return Fail(s);

@@ -205,9 +205,9 @@ StatusOr<std::unique_ptr<Session>> NewGrpcSession(const SessionOptions& options,
       new GrpcSession(options, NewChannel(options.target, credentials)));
 }
 
-void RegisterGrpcSessionFactory() {
-  RegisterSessionFactory("grpc", [](const SessionOptions& options) {
-    return NewGrpcSession(options);
+void RegisterGrpcSessionFactory(const TlsFiles& tls) {
+  RegisterSessionFactory("grpc", [tls](const SessionOptions& options) {
+    return NewGrpcSession(options, tls);
   });
 }
 

@@ -24,8 +24,9 @@ namespace runnel {
 StatusOr<std::unique_ptr<Session>> NewGrpcSession(const SessionOptions& options,
                                                   const TlsFiles& tls = {});
 
-// Registers NewGrpcSession for "grpc://" targets of NewSession.
-void RegisterGrpcSessionFactory();
+// Registers NewGrpcSession for "grpc://" targets of NewSession, with `tls`
+// for every such session (call again to change it).
+void RegisterGrpcSessionFactory(const TlsFiles& tls = {});
 
 }  // namespace runnel
 
