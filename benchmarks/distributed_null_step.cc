@@ -51,7 +51,10 @@ std::string NullStepGraph(int worker, int ps) {
   return g;
 }
 
-double RunOne(const std::string& binary, int workers, int ps, int steps) {
+// The median step time, or the first error (e.g. a task that could not be
+// reached on an overloaded machine).
+StatusOr<double> RunOne(const std::string& binary, int workers, int ps,
+                        int steps) {
   auto cluster =
       LocalClusterProcesses::Create(binary, {{"ps", ps}, {"worker", workers}});
   Check(cluster.status(), "start cluster");
@@ -64,18 +67,21 @@ double RunOne(const std::string& binary, int workers, int ps, int steps) {
   for (int p = 0; p < ps; ++p) inits.push_back(absl::StrCat("init", p));
   Check(sessions[0]->Run({}, {}, inits, nullptr), "init");
   std::vector<std::vector<double>> times(workers);
+  std::vector<Status> errors(workers);
   std::vector<std::thread> threads;
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&, w] {
       std::vector<Tensor> out;
       for (int i = 0; i < steps + 10; ++i) {
         const double t0 = NowSeconds();
-        Check(sessions[w]->Run({}, {"sum"}, {"train"}, &out), "step");
+        errors[w] = sessions[w]->Run({}, {"sum"}, {"train"}, &out);
+        if (!errors[w].ok()) return;
         if (i >= 10) times[w].push_back((NowSeconds() - t0) * 1e3);
       }
     });
   }
   for (auto& t : threads) t.join();
+  for (const Status& e : errors) RETURN_IF_ERROR(e);
   std::vector<double> all;
   for (auto& v : times) all.insert(all.end(), v.begin(), v.end());
   for (auto& s : sessions) (void)s->Close();
@@ -122,10 +128,15 @@ int main(int argc, char** argv) {
     runs.emplace_back(workers, ps);
   }
   for (auto [w, p] : runs) {
-    const double ms = RunOne(binary, w, p, steps);
-    std::printf(
-        "distributed_null_step runnel workers=%d ps=%d step_time=%.3f ms\n", w,
-        p, ms);
+    runnel::StatusOr<double> ms = RunOne(binary, w, p, steps);
+    if (ms.ok()) {
+      std::printf(
+          "distributed_null_step runnel workers=%d ps=%d step_time=%.3f ms\n",
+          w, p, *ms);
+    } else {
+      std::printf("distributed_null_step runnel workers=%d ps=%d failed: %s\n",
+                  w, p, std::string(ms.status().message()).c_str());
+    }
     std::fflush(stdout);
   }
   return 0;

@@ -14,7 +14,10 @@
 // port this task listens on (0: a free one); --bind the address (default
 // 127.0.0.1). --device_count CPU=N gives the task N CPU devices.
 // --tls_cert/--tls_key/--tls_ca turn on mutual TLS: peers without a
-// certificate signed by the CA are refused.
+// certificate signed by the CA are refused. --untrusted refuses graphs whose
+// ops touch files (savers, readers) from every client, as `runnel run` does
+// by default; TensorFlow's servers (and ours by default) run whatever a
+// client that can connect sends, so keep them on loopback or behind TLS.
 //
 // It prints one line when it is serving, then runs until a signal:
 //   runnel server: /job:worker/replica:0/task:0 listening on 127.0.0.1:2223
@@ -42,7 +45,7 @@ int ServerUsage() {
          "                     [--port P] [--bind ADDR] [--port_base P] "
          "[--mpi_host H]\n"
          "                     [--device_count CPU=N] [--tls_cert F "
-         "--tls_key F --tls_ca F]\n";
+         "--tls_key F --tls_ca F] [--untrusted]\n";
   return 2;
 }
 
@@ -85,6 +88,8 @@ int ServerCommand(const std::vector<std::string>& args) {
     } else if (a == "--bind" && value(&bind)) {
     } else if (a == "--jobs" && value(&jobs_spec)) {
     } else if (a == "--mpi_host" && value(&mpi_host)) {
+    } else if (a == "--untrusted") {
+      options.untrusted = true;
     } else if (a == "--slurm") {
       slurm = true;
     } else if (a == "--mpi") {

@@ -256,5 +256,84 @@ TEST(DistributedTest, NewSessionRoutesGrpcTargets) {
   EXPECT_EQ(out[0].flat<float>()[0], 5.f);
 }
 
+TEST(DistributedTest, UntrustedServerRefusesFileOpsFromClientsAndMasters) {
+  ServerDef def;
+  JobDef* job = def.mutable_cluster()->add_job();
+  job->set_name("worker");
+  (*job->mutable_tasks())[0] = "127.0.0.1:0";
+  def.set_job_name("worker");
+  ServerOptions options;
+  options.untrusted = true;
+  auto server = Server::Create(def, options);
+  ASSERT_OK(server.status());
+  ASSERT_OK((*server)->Start());
+  // A restore from a path of the client's choosing.
+  const GraphDef g = Text(R"pb(
+    node {
+      name: "prefix"
+      op: "Const"
+      attr {
+        key: "dtype"
+        value { type: DT_STRING }
+      }
+      attr {
+        key: "value"
+        value {
+          tensor {
+            dtype: DT_STRING
+            tensor_shape {}
+            string_val: "/etc/passwd"
+          }
+        }
+      }
+    }
+    node {
+      name: "names"
+      op: "Const"
+      attr {
+        key: "dtype"
+        value { type: DT_STRING }
+      }
+      attr {
+        key: "value"
+        value {
+          tensor {
+            dtype: DT_STRING
+            tensor_shape { dim { size: 1 } }
+            string_val: "x"
+          }
+        }
+      }
+    }
+    node {
+      name: "restore"
+      op: "RestoreV2"
+      input: "prefix"
+      input: "names"
+      input: "names"
+      attr {
+        key: "dtypes"
+        value { list { type: DT_FLOAT } }
+      }
+    }
+  )pb");
+  SessionOptions o;
+  o.target = (*server)->target();
+  auto session = NewGrpcSession(o);
+  ASSERT_OK(session.status());
+  Status s = (*session)->Create(g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "restore")) << s;
+  // The worker refuses it too, for a caller that skips the master.
+  RegisterGraphRequest req;
+  *req.mutable_graph_def() = g;
+  for (NodeDef& n : *req.mutable_graph_def()->mutable_node()) {
+    n.set_device(kW0);
+  }
+  RegisterGraphResponse resp;
+  s = (*server)->worker()->RegisterGraph(req, &resp);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+}
+
 }  // namespace
 }  // namespace runnel

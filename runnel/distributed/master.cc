@@ -15,6 +15,7 @@
 #include "runnel/graph/prune.h"
 #include "runnel/runtime/graph_optimizer.h"
 #include "runnel/runtime/placer.h"
+#include "runnel/runtime/session.h"
 #include "runnel/runtime/step_graph.h"
 
 namespace runnel {
@@ -138,6 +139,12 @@ class MasterSession {
 
  private:
   Status FindDevices() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Status CheckGraph(const GraphDef& graph) const {
+    if (!env_.untrusted) return absl::OkStatus();
+    SessionOptions opts;
+    opts.untrusted = true;
+    return CheckUntrustedGraph(graph, opts);
+  }
   StatusOr<std::shared_ptr<StepPlan>> GetPlan(
       const std::vector<std::string>& feeds,
       const std::vector<std::string>& fetches,
@@ -283,6 +290,7 @@ Status MasterSession::FindDevices() {
 }
 
 Status MasterSession::Create(const GraphDef& graph) {
+  RETURN_IF_ERROR(CheckGraph(graph));
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(FindDevices());
   RETURN_IF_ERROR(ImportGraphDef(graph, &graph_));
@@ -292,6 +300,7 @@ Status MasterSession::Create(const GraphDef& graph) {
 
 Status MasterSession::Extend(const GraphDef& graph, int64_t current_version,
                              int64_t* new_version) {
+  RETURN_IF_ERROR(CheckGraph(graph));
   absl::MutexLock l(&mu_);
   if (closed_) return errors::Cancelled("session has been closed");
   if (current_version != graph_version_) {

@@ -38,6 +38,9 @@ struct MasterEnv {
   // How long CreateSession waits for every task to answer GetStatus
   // (ConfigProto.operation_timeout_in_ms, when set, overrides it).
   int64_t wait_for_workers_ms = 120000;
+  // Refuse graphs with file I/O ops (SessionOptions::untrusted semantics,
+  // runtime/session.h) in CreateSession and ExtendSession.
+  bool untrusted = false;
 };
 
 class MasterSession;

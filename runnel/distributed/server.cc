@@ -34,7 +34,8 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerDef& server_def,
       s->devices_,
       NewLocalDeviceMgr(server_def.default_session_config(), s->task_));
   ASSIGN_OR_RETURN(auto credentials, MakeChannelCredentials(options.tls));
-  s->worker_ = std::make_unique<Worker>(s->task_, s->devices_.get(), nullptr);
+  s->worker_ = std::make_unique<Worker>(s->task_, s->devices_.get(), nullptr,
+                                        options.untrusted);
   s->cache_ = std::make_unique<GrpcWorkerCache>(server_def.cluster(), s->task_,
                                                 s->worker_.get(), credentials);
   s->worker_->set_worker_cache(s->cache_.get());
@@ -43,6 +44,7 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerDef& server_def,
   env.local_devices = s->devices_.get();
   env.workers = s->cache_.get();
   env.server_def = server_def;
+  env.untrusted = options.untrusted;
   s->master_ = std::make_unique<Master>(std::move(env));
   s->service_ = std::make_unique<RpcService>(options.master_threads);
   s->RegisterMethods();

@@ -34,6 +34,11 @@ struct ServerOptions {
   TlsFiles tls;
   // Threads for the master's blocking handlers.
   int master_threads = 8;
+  // Refuse graphs whose ops touch files (Saver, readers) from any client, at
+  // CreateSession/ExtendSession and RegisterGraph (runtime/session.h,
+  // SessionOptions::untrusted). Off by default, as in TensorFlow, whose
+  // distributed training checkpoints from the PS.
+  bool untrusted = false;
 };
 
 class Server {

@@ -5,6 +5,7 @@
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/runtime/partitioned_executor.h"
+#include "runnel/runtime/session.h"
 
 namespace runnel {
 
@@ -41,9 +42,10 @@ struct Worker::WorkerSession {
 };
 
 Worker::Worker(std::string task, const DeviceMgr* devices,
-               WorkerCacheInterface* workers)
+               WorkerCacheInterface* workers, bool untrusted)
     : task_(std::move(task)),
       devices_(devices),
+      untrusted_(untrusted),
       rendezvous_mgr_(std::make_unique<RendezvousMgr>(devices, workers)) {}
 
 Worker::~Worker() {
@@ -115,6 +117,11 @@ Status Worker::RegisterGraphSync(const RegisterGraphRequest& request,
   ASSIGN_OR_RETURN(auto session,
                    FindSession(request.session_handle(),
                                request.create_worker_session_called()));
+  if (untrusted_) {
+    SessionOptions opts;
+    opts.untrusted = true;
+    RETURN_IF_ERROR(CheckUntrustedGraph(request.graph_def(), opts));
+  }
   auto graph = std::make_unique<Graph>();
   ImportGraphDefOptions iopts;
   iopts.allow_internal_ops = true;

@@ -55,8 +55,10 @@ class Worker final : public WorkerInterface {
  public:
   // `task` is "/job:J/replica:0/task:T"; `devices` are named under it.
   // `workers` reaches the other tasks (may be null for a lone worker).
+  // `untrusted`: RegisterGraph refuses graphs with file I/O ops
+  // (SessionOptions::untrusted semantics).
   Worker(std::string task, const DeviceMgr* devices,
-         WorkerCacheInterface* workers);
+         WorkerCacheInterface* workers, bool untrusted = false);
   ~Worker() override;
 
 #define RUNNEL_DECLARE_OVERRIDE(M)                            \
@@ -87,6 +89,7 @@ class Worker final : public WorkerInterface {
 
   const std::string task_;
   const DeviceMgr* const devices_;
+  const bool untrusted_;
   std::unique_ptr<RendezvousMgr> rendezvous_mgr_;
   RecentRequestIds recent_request_ids_;
 
