@@ -24,23 +24,33 @@ JobDef* AddJob(ClusterDef* c, const std::string& name) {
   return j;
 }
 
-// A port of 127.0.0.1 that was free a moment ago.
-StatusOr<int> PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return errors::Internal("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    close(fd);
-    return errors::Internal("cannot bind a free port on 127.0.0.1");
+// `n` distinct ports of 127.0.0.1 that were free a moment ago: every socket
+// stays bound until all are chosen, so no port is handed out twice.
+StatusOr<std::vector<int>> PickFreePorts(int n) {
+  std::vector<int> fds, ports;
+  Status status;
+  for (int i = 0; i < n && status.ok(); ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) {
+      status = errors::Internal("socket() failed");
+      break;
+    }
+    fds.push_back(fd);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = 0;
+    socklen_t len = sizeof(addr);
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      status = errors::Internal("cannot bind a free port on 127.0.0.1");
+      break;
+    }
+    ports.push_back(ntohs(addr.sin_port));
   }
-  const int port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
+  for (int fd : fds) close(fd);
+  if (!status.ok()) return status;
+  return ports;
 }
 
 bool Accepts(int port) {
@@ -103,10 +113,14 @@ StatusOr<std::unique_ptr<LocalClusterProcesses>> LocalClusterProcesses::Create(
     const std::string& runnel_binary, const JobCounts& jobs) {
   auto lc = std::unique_ptr<LocalClusterProcesses>(new LocalClusterProcesses);
   lc->binary_ = runnel_binary;
+  int total = 0;
+  for (const auto& [job, n] : jobs) total += n;
+  ASSIGN_OR_RETURN(std::vector<int> ports, PickFreePorts(total));
+  size_t next = 0;
   for (const auto& [job, n] : jobs) {
     JobDef* j = AddJob(&lc->cluster_, job);
     for (int t = 0; t < n; ++t) {
-      ASSIGN_OR_RETURN(int port, PickFreePort());
+      const int port = ports[next++];
       (*j->mutable_tasks())[t] = absl::StrCat("127.0.0.1:", port);
       lc->tasks_.push_back(Task{job, t, port, -1});
     }
