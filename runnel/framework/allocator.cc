@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace runnel {
 
@@ -47,13 +50,93 @@ int64_t CurrentCpuLimit() {
   return l;
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// Note [Large buffers and mmap]: glibc serves blocks above its mmap
+// threshold with fresh mmaps, which page-fault (and the kernel zeroes) on
+// every use: a training step's logits and gradients, a 100 MB tensor
+// received over RPC every step. Raising the threshold keeps blocks in the
+// main heap, but threads allocate from their own arenas, whose heaps hold
+// at most 64 MB, so large blocks allocated on executor or RPC threads are
+// still fresh mmaps. So blocks of at least kLargeBlockBytes are kept when
+// freed (at most kMaxCachedBytes of them) and handed out again, warm, to a
+// request of about the same size, as TensorFlow's BFC allocator does.
+// Sanitized builds do not cache, so every block is still checked.
+constexpr size_t kLargeBlockBytes = size_t{4} << 20;
+constexpr size_t kLargeBlockGranule = size_t{2} << 20;
+constexpr size_t kMaxCachedBytes = size_t{1} << 30;
+
+class LargeBlockCache {
+ public:
+  // A cached block of at least `bytes` (and less than 1.25x as big), or
+  // nullptr. Sets *block_bytes to its size.
+  void* Take(size_t bytes, size_t* block_bytes) {
+    absl::MutexLock lock(&mu_);
+    auto it = free_.lower_bound(bytes);
+    if (it == free_.end() || it->first > bytes + bytes / 4) return nullptr;
+    void* p = it->second;
+    *block_bytes = it->first;
+    cached_bytes_ -= it->first;
+    free_.erase(it);
+    return p;
+  }
+
+  // Keeps `p` (of `block_bytes`) for reuse; false when the cache is full,
+  // and the caller frees it.
+  bool Put(void* p, size_t block_bytes) {
+    absl::MutexLock lock(&mu_);
+    if (cached_bytes_ + block_bytes > kMaxCachedBytes) return false;
+    free_.emplace(block_bytes, p);
+    cached_bytes_ += block_bytes;
+    return true;
+  }
+
+  // Frees every cached block (before an allocation is refused for memory).
+  void Release() {
+    std::multimap<size_t, void*> free;
+    {
+      absl::MutexLock lock(&mu_);
+      free.swap(free_);
+      cached_bytes_ = 0;
+    }
+    for (auto& [bytes, p] : free) std::free(p);
+  }
+
+  // Remembers the block size of a live large block, and looks it up.
+  void Track(void* p, size_t block_bytes) {
+    absl::MutexLock lock(&mu_);
+    live_[p] = block_bytes;
+  }
+  size_t Untrack(void* p) {
+    absl::MutexLock lock(&mu_);
+    auto it = live_.find(p);
+    if (it == live_.end()) return 0;
+    const size_t bytes = it->second;
+    live_.erase(it);
+    return bytes;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::multimap<size_t, void*> free_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<void*, size_t> live_ ABSL_GUARDED_BY(mu_);
+  size_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 class CpuAllocator final : public Allocator {
  public:
   CpuAllocator() {
-    // Note [Large buffers and mmap]: glibc serves blocks above its mmap
-    // threshold with fresh mmaps, which page-fault on every training step
-    // (logits, gradients). Keeping them in the heap lets freed buffers be
-    // reused warm.
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
   }
@@ -71,8 +154,8 @@ class CpuAllocator final : public Allocator {
       bytes_in_use_.fetch_sub(bytes, std::memory_order_relaxed);
       return nullptr;
     }
-    const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
-    void* p = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+    void* p = IsCached(alignment, bytes) ? AllocateLarge(bytes)
+                                         : AllocateSmall(alignment, bytes);
     if (p == nullptr) {
       bytes_in_use_.fetch_sub(bytes, std::memory_order_relaxed);
       return nullptr;
@@ -86,6 +169,10 @@ class CpuAllocator final : public Allocator {
   void DeallocateRaw(void* ptr, size_t bytes) override {
     if (ptr == nullptr) return;
     bytes_in_use_.fetch_sub(bytes, std::memory_order_relaxed);
+    if (IsCached(kAllocatorAlignment, bytes)) {
+      const size_t block_bytes = large_.Untrack(ptr);
+      if (block_bytes != 0 && large_.Put(ptr, block_bytes)) return;
+    }
     std::free(ptr);
   }
 
@@ -105,6 +192,35 @@ class CpuAllocator final : public Allocator {
   }
 
  private:
+  // Whether a block of `bytes` goes through the large-block cache.
+  static bool IsCached(size_t alignment, size_t bytes) {
+    return !kSanitized && bytes >= kLargeBlockBytes &&
+           alignment <= kLargeBlockGranule;
+  }
+
+  static void* AllocateSmall(size_t alignment, size_t bytes) {
+    const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
+  }
+
+  void* AllocateLarge(size_t bytes) {
+    size_t block_bytes = 0;
+    if (void* p = large_.Take(bytes, &block_bytes)) {
+      large_.Track(p, block_bytes);
+      return p;
+    }
+    block_bytes = (bytes + kLargeBlockGranule - 1) / kLargeBlockGranule *
+                  kLargeBlockGranule;
+    void* p = std::aligned_alloc(kLargeBlockGranule, block_bytes);
+    if (p == nullptr) {
+      large_.Release();
+      p = std::aligned_alloc(kLargeBlockGranule, block_bytes);
+      if (p == nullptr) return nullptr;
+    }
+    large_.Track(p, block_bytes);
+    return p;
+  }
+
   static void UpdateMax(std::atomic<int64_t>& m, int64_t v) {
     int64_t cur = m.load(std::memory_order_relaxed);
     while (v > cur &&
@@ -116,6 +232,7 @@ class CpuAllocator final : public Allocator {
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> peak_{0};
   std::atomic<int64_t> largest_{0};
+  LargeBlockCache large_;
 };
 
 }  // namespace

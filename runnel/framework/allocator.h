@@ -39,6 +39,9 @@ class Allocator {
 // nullptr, which kernels report as ResourceExhausted naming the node) any
 // allocation that would take its bytes in use past its limit: by default 80%
 // of physical memory, or RUNNEL_CPU_MEMORY_LIMIT_MB from the environment.
+// Freed blocks of 4 MB and more are kept (at most 1 GiB of them, not counted
+// as in use) and reused warm for requests of about their size (Note [Large
+// buffers and mmap] in allocator.cc); sanitized builds keep none.
 Allocator* cpu_allocator();
 // Changes that limit (bytes; <= 0 restores the default). Thread-safe.
 void SetCpuAllocatorLimit(int64_t bytes);
