@@ -159,6 +159,55 @@ TEST(DistributedTest, PsAndTwoWorkersTrainExactlyLikeOneProcess) {
   EXPECT_EQ(w2[0].flat<float>()[1], w[0].flat<float>()[1]);
 }
 
+// Feeds and fetches of megabytes travel as tensors beside the RunStep and
+// RunGraph messages (runnel/distributed/tensor_coding.h): a feed into the
+// PS's partition (RunGraph to another task), fetches from the PS and from
+// the master's own task, and strings, all intact.
+TEST(DistributedTest, LargeFeedsAndFetchesCrossTasksIntact) {
+  auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_OK(cluster.status());
+  GraphDef g = Text(PlaceholderF("x", kPs) + ConstVec("c", {3}, kPs) +
+                    Node("y", "Mul", {"x", "c"}, kPs, TFloat()) +
+                    ConstVec("one", {1}, kW0) +
+                    Node("z", "Add", {"y", "one"}, kW0, TFloat()) +
+                    Node("s", "Placeholder", {}, kPs,
+                         R"(attr { key: "dtype" value { type: DT_STRING } })") +
+                    Node("s2", "Identity", {"s"}, kW0,
+                         R"(attr { key: "T" value { type: DT_STRING } })"));
+  auto session = Open((*cluster)->target("worker", 0), g);
+  ASSERT_NE(session, nullptr);
+  const int64_t n = 300000;  // 1.2 MB.
+  Tensor x(DT_FLOAT, TensorShape({n}));
+  for (int64_t i = 0; i < n; ++i) x.flat<float>()[i] = 0.25f * (i % 1000) - 7;
+  Tensor s(DT_STRING, TensorShape({2}));
+  s.flat<tstring>()[0] = std::string(200000, 'q');
+  s.flat<tstring>()[1] = "";
+  for (int step = 0; step < 2; ++step) {
+    std::vector<Tensor> out;
+    ASSERT_OK(session->Run({{"x", x}, {"s", s}}, {"y", "z", "x", "s2", "y:0"},
+                           {}, &out));
+    ASSERT_EQ(out.size(), 5u);
+    EXPECT_EQ(out[4].tensor_data(), out[0].tensor_data());
+    ASSERT_EQ(out[0].NumElements(), n);
+    ASSERT_EQ(out[1].NumElements(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = x.flat<float>()[i];
+      ASSERT_EQ(out[0].flat<float>()[i], 3 * v) << i;
+      ASSERT_EQ(out[1].flat<float>()[i], 3 * v + 1) << i;
+    }
+    EXPECT_EQ(out[2].tensor_data(), x.tensor_data());
+    EXPECT_EQ(out[3].flat<tstring>()[0], s.flat<tstring>()[0]);
+    EXPECT_EQ(out[3].flat<tstring>()[1], "");
+  }
+  // A feed of the wrong dtype is a clear error naming it, not a crash.
+  Tensor wrong(DT_INT32, TensorShape({3}));
+  std::vector<Tensor> out;
+  Status st = session->Run({{"x", wrong}, {"s", s}}, {"y"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "x")) << st;
+  ASSERT_OK(session->Close());
+}
+
 TEST(DistributedTest, ErrorsNameTheNodeAndTheClusterKeepsServing) {
   auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 2}});
   ASSERT_OK(cluster.status());
@@ -201,12 +250,13 @@ TEST(DistributedTest, MasterRejectsUnknownHandlesAndRetries) {
   req.set_session_handle("no-such-session");
   req.add_fetch("x");
   RunStepResponse resp;
-  Status s = master->RunStep(req, &resp);
+  NamedTensorList fetched;
+  Status s = master->RunStep(req, {}, &resp, &fetched);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "no-such-session")) << s;
   req.set_request_id(42);
-  (void)master->RunStep(req, &resp);
-  s = master->RunStep(req, &resp);
+  (void)master->RunStep(req, {}, &resp, &fetched);
+  s = master->RunStep(req, {}, &resp, &fetched);
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
   EXPECT_TRUE(absl::StrContains(s.message(), "already received")) << s;
 }

@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "proto/master.pb.h"
+#include "runnel/distributed/tensor_coding.h"
 
 namespace runnel {
 namespace {
@@ -63,30 +64,33 @@ class GrpcSession final : public Session {
       }
       req.set_session_handle(handle_);
     }
-    for (const auto& [name, value] : inputs) {
-      NamedTensorProto* f = req.add_feed();
-      f->set_name(name);
-      value.AsProtoTensorContent(f->mutable_tensor());
-    }
     for (const std::string& f : output_names) req.add_fetch(f);
     for (const std::string& t : target_names) req.add_target(t);
     *req.mutable_options() = options;
     req.set_request_id(NewRequestId());
     int64_t timeout_ms = options.timeout_in_ms();
     if (timeout_ms <= 0) timeout_ms = options_.config.operation_timeout_in_ms();
-    RunStepResponse resp;
+    // Feeds and fetches travel as Tensors beside the messages (Note
+    // [Tensors beside messages], tensor_coding.h).
+    grpc::ByteBuffer in;
+    EncodeMessageWithTensors(req, RunStepRequest::kFeedFieldNumber, inputs,
+                             &in);
+    grpc::ByteBuffer out;
     // The master enforces the step's timeout; the call gets a margin.
-    RETURN_IF_ERROR(
-        Call("RunStep", req, &resp, timeout_ms > 0 ? timeout_ms + 5000 : 0));
+    RETURN_IF_ERROR(CallBytes("RunStep", &in, &out,
+                              timeout_ms > 0 ? timeout_ms + 5000 : 0));
+    RunStepResponse resp;
+    NamedTensorList fetched;
+    RETURN_IF_ERROR(DecodeMessageWithTensors(
+        out, RunStepResponse::kTensorFieldNumber, &resp, &fetched,
+        "/tensorflow.MasterService/RunStep"));
     if (resp.status_code() != error::OK) {
       return Status(static_cast<absl::StatusCode>(resp.status_code()),
                     resp.status_error_message());
     }
     if (outputs != nullptr) {
-      absl::flat_hash_map<std::string, const TensorProto*> by_name;
-      for (const NamedTensorProto& t : resp.tensor()) {
-        by_name[t.name()] = &t.tensor();
-      }
+      absl::flat_hash_map<std::string, Tensor*> by_name;
+      for (auto& [name, value] : fetched) by_name[name] = &value;
       outputs->clear();
       for (const std::string& name : output_names) {
         auto it = by_name.find(name);
@@ -94,8 +98,7 @@ class GrpcSession final : public Session {
           return errors::Internal("the master did not return fetch '", name,
                                   "'");
         }
-        ASSIGN_OR_RETURN(Tensor t, Tensor::FromProto(*it->second));
-        outputs->push_back(std::move(t));
+        outputs->push_back(*it->second);
       }
     }
     if (run_metadata != nullptr) run_metadata->Swap(resp.mutable_metadata());
@@ -158,17 +161,25 @@ class GrpcSession final : public Session {
 
   Status Call(const char* method, const google::protobuf::MessageLite& req,
               google::protobuf::MessageLite* resp, int64_t timeout_ms) const {
+    grpc::ByteBuffer in, out;
+    SerializeToByteBuffer(req, &in);
+    RETURN_IF_ERROR(CallBytes(method, &in, &out, timeout_ms));
+    return ParseFromByteBuffer(
+        out, resp, absl::StrCat("/tensorflow.MasterService/", method));
+  }
+
+  // One unary call of the bytes in `in` (taken).
+  Status CallBytes(const char* method, grpc::ByteBuffer* in,
+                   grpc::ByteBuffer* out, int64_t timeout_ms) const {
     grpc::ClientContext ctx;
     if (timeout_ms > 0) {
       ctx.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(timeout_ms));
     }
-    grpc::ByteBuffer in, out;
-    SerializeToByteBuffer(req, &in);
     const std::string name = absl::StrCat("/tensorflow.MasterService/", method);
     absl::Notification done;
     grpc::Status gs;
-    stub_.UnaryCall(&ctx, name, grpc::StubOptions(), &in, &out,
+    stub_.UnaryCall(&ctx, name, grpc::StubOptions(), in, out,
                     [&](const grpc::Status& s) {
                       gs = s;
                       done.Notify();
@@ -179,8 +190,7 @@ class GrpcSession final : public Session {
       return errors::Unavailable(method, " to master ", options_.target,
                                  " failed: ", s.message());
     }
-    RETURN_IF_ERROR(s);
-    return ParseFromByteBuffer(out, resp, name);
+    return s;
   }
 
   const SessionOptions options_;

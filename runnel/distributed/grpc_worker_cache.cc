@@ -54,10 +54,28 @@ class GrpcRemoteWorker final : public WorkerInterface {
   void RecvTensorRawAsync(CallOptions* opts, const RecvTensorRequest* request,
                           TensorResponse* response,
                           StatusCallback done) override {
+    grpc::ByteBuffer bytes;
+    SerializeToByteBuffer(*request, &bytes);
     CallBytes(
-        opts, "/tensorflow.WorkerService/RecvTensor", *request,
+        opts, "/tensorflow.WorkerService/RecvTensor", &bytes,
         [response](const grpc::ByteBuffer& bytes) {
           return DecodeRecvTensorResponse(bytes, response);
+        },
+        std::move(done));
+  }
+
+  void RunGraphRawAsync(CallOptions* opts, const RunGraphRequest* request,
+                        const NamedTensorList* send, RunGraphResponse* response,
+                        NamedTensorList* recv, StatusCallback done) override {
+    grpc::ByteBuffer bytes;
+    EncodeMessageWithTensors(*request, RunGraphRequest::kSendFieldNumber, *send,
+                             &bytes);
+    CallBytes(
+        opts, "/tensorflow.WorkerService/RunGraph", &bytes,
+        [response, recv](const grpc::ByteBuffer& bytes) {
+          return DecodeMessageWithTensors(
+              bytes, RunGraphResponse::kRecvFieldNumber, response, recv,
+              "/tensorflow.WorkerService/RunGraph");
         },
         std::move(done));
   }
@@ -66,17 +84,20 @@ class GrpcRemoteWorker final : public WorkerInterface {
   void Call(CallOptions* opts, const char* method,
             const google::protobuf::MessageLite& request,
             google::protobuf::MessageLite* response, StatusCallback done) {
+    grpc::ByteBuffer bytes;
+    SerializeToByteBuffer(request, &bytes);
     CallBytes(
-        opts, method, request,
+        opts, method, &bytes,
         [response, method](const grpc::ByteBuffer& bytes) {
           return ParseFromByteBuffer(bytes, response, method);
         },
         std::move(done));
   }
 
-  // One unary call; `parse` reads the response bytes.
+  // One unary call of the request in `request` (taken); `parse` reads the
+  // response bytes.
   void CallBytes(CallOptions* opts, const char* method,
-                 const google::protobuf::MessageLite& request,
+                 grpc::ByteBuffer* request,
                  std::function<Status(const grpc::ByteBuffer&)> parse,
                  StatusCallback done) {
     struct State {
@@ -91,7 +112,7 @@ class GrpcRemoteWorker final : public WorkerInterface {
     if (opts != nullptr && opts->wait_for_ready()) {
       st->ctx.set_wait_for_ready(true);
     }
-    SerializeToByteBuffer(request, &st->req);
+    st->req.Swap(request);
     if (opts != nullptr) {
       opts->SetCancelCallback([st] { st->ctx.TryCancel(); });
     }

@@ -103,14 +103,12 @@ class MasterSession {
   Status Create(const GraphDef& graph);
   Status Extend(const GraphDef& graph, int64_t current_version,
                 int64_t* new_version);
-  // `feeds` are (name, value); `fetch_out` receives one TensorProto per
-  // fetch, in order.
-  Status Run(
-      const RunOptions& options,
-      const std::vector<std::pair<std::string, const TensorProto*>>& feeds,
-      const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets,
-      std::vector<TensorProto>* fetch_out, RunMetadata* metadata);
+  // `feeds` are (name, value); `fetch_out` receives one tensor per fetch,
+  // in order.
+  Status Run(const RunOptions& options, const NamedTensorList& feeds,
+             const std::vector<std::string>& fetches,
+             const std::vector<std::string>& targets,
+             std::vector<Tensor>* fetch_out, RunMetadata* metadata);
   void Close();
   void ListDevices(ListDevicesResponse* response) const;
 
@@ -497,28 +495,19 @@ void MasterSession::CleanupStep(const StepPlan& plan, int64_t step_id,
   if (wait) notify->WaitForNotification();
 }
 
-Status MasterSession::Run(
-    const RunOptions& options,
-    const std::vector<std::pair<std::string, const TensorProto*>>& feeds,
-    const std::vector<std::string>& fetches,
-    const std::vector<std::string>& targets,
-    std::vector<TensorProto>* fetch_out, RunMetadata* metadata) {
+Status MasterSession::Run(const RunOptions& options,
+                          const NamedTensorList& feeds,
+                          const std::vector<std::string>& fetches,
+                          const std::vector<std::string>& targets,
+                          std::vector<Tensor>* fetch_out,
+                          RunMetadata* metadata) {
   if (fetches.empty() && targets.empty()) {
     return errors::InvalidArgument("Run needs at least one fetch or target");
   }
   std::vector<std::string> feed_names;
-  std::vector<std::pair<std::string, Tensor>> values;
-  for (const auto& [name, proto] : feeds) {
-    feed_names.push_back(name);
-    StatusOr<Tensor> t = Tensor::FromProto(*proto);
-    if (!t.ok()) {
-      return errors::InvalidArgument("feed '", name,
-                                     "': ", t.status().message());
-    }
-    values.emplace_back(name, *std::move(t));
-  }
+  for (const auto& [name, value] : feeds) feed_names.push_back(name);
   ASSIGN_OR_RETURN(auto plan, GetPlan(feed_names, fetches, targets));
-  RETURN_IF_ERROR(CheckFeedValues(plan->info, plan->feed_shapes, values));
+  RETURN_IF_ERROR(CheckFeedValues(plan->info, plan->feed_shapes, feeds));
 
   const int64_t step_id = NewId(56);  // TF: a random 56-bit step id.
   int64_t timeout_ms = options.timeout_in_ms();
@@ -528,6 +517,7 @@ Status MasterSession::Run(
   const size_t n = plan->parts.size();
   std::vector<RunGraphRequest> reqs(n);
   std::vector<RunGraphResponse> resps(n);
+  std::vector<NamedTensorList> sends(n), recvs(n);
   std::vector<CallOptions> opts(n);
   struct State {
     absl::Mutex mu;
@@ -547,9 +537,7 @@ Status MasterSession::Run(
     req.set_request_id(NewId(62));
     req.mutable_exec_opts()->set_record_timeline(trace);
     for (const auto& [index, key] : part.feeds) {
-      NamedTensorProto* send = req.add_send();
-      send->set_name(key);
-      *send->mutable_tensor() = *feeds[index].second;
+      sends[i].emplace_back(key, feeds[index].second);
     }
     for (const auto& [index, key] : part.fetches) req.add_recv_key(key);
     if (timeout_ms > 0) opts[i].SetTimeout(timeout_ms);
@@ -559,8 +547,8 @@ Status MasterSession::Run(
            x.code() == absl::StatusCode::kAborted;
   };
   for (size_t i = 0; i < n; ++i) {
-    plan->parts[i].worker->RunGraphAsync(
-        &opts[i], &reqs[i], &resps[i],
+    plan->parts[i].worker->RunGraphRawAsync(
+        &opts[i], &reqs[i], &sends[i], &resps[i], &recvs[i],
         [this, st, plan, step_id, derived](const Status& s) {
           bool abort = false;
           {
@@ -609,20 +597,18 @@ Status MasterSession::Run(
   CleanupStep(*plan, step_id, /*wait=*/false);
   if (!status.ok()) return status;
 
-  fetch_out->assign(fetches.size(), TensorProto());
+  fetch_out->assign(fetches.size(), Tensor());
   for (size_t i = 0; i < n; ++i) {
     const PartPlan& part = plan->parts[i];
-    absl::flat_hash_map<std::string, TensorProto*> by_key;
-    for (NamedTensorProto& r : *resps[i].mutable_recv()) {
-      by_key[r.name()] = r.mutable_tensor();
-    }
+    absl::flat_hash_map<std::string, Tensor*> by_key;
+    for (auto& [key, value] : recvs[i]) by_key[key] = &value;
     for (const auto& [index, key] : part.fetches) {
       auto it = by_key.find(key);
       if (it == by_key.end()) {
         return errors::Internal("task ", part.task, " did not return fetch '",
                                 fetches[index], "'");
       }
-      (*fetch_out)[index].Swap(it->second);
+      (*fetch_out)[index] = *it->second;  // Shares the buffer.
     }
     if (metadata != nullptr && trace) {
       for (DeviceStepStats& d :
@@ -742,29 +728,46 @@ Status Master::PartialRunSetup(const PartialRunSetupRequest&,
       "partial runs (PartialRunSetup) are not supported by this master");
 }
 
+namespace {
+
+// The feeds of a RunStep request in its protos, decoded and named.
+Status AddFeeds(const google::protobuf::RepeatedPtrField<NamedTensorProto>& in,
+                NamedTensorList* out) {
+  for (const NamedTensorProto& f : in) {
+    StatusOr<Tensor> t = Tensor::FromProto(f.tensor());
+    if (!t.ok()) {
+      return errors::InvalidArgument("feed '", f.name(),
+                                     "': ", t.status().message());
+    }
+    out->emplace_back(f.name(), *std::move(t));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 Status Master::RunStep(const RunStepRequest& request,
-                       RunStepResponse* response) {
+                       const NamedTensorList& feeds, RunStepResponse* response,
+                       NamedTensorList* fetched) {
   RETURN_IF_ERROR(
       recent_request_ids_.TrackUnique(request.request_id(), "RunStep"));
   if (!request.partial_run_handle().empty()) {
     return errors::Unimplemented("partial runs are not supported");
   }
   ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
-  std::vector<std::pair<std::string, const TensorProto*>> feeds;
-  for (const NamedTensorProto& f : request.feed()) {
-    feeds.emplace_back(f.name(), &f.tensor());
-  }
+  NamedTensorList all_feeds;
+  RETURN_IF_ERROR(AddFeeds(request.feed(), &all_feeds));
+  all_feeds.insert(all_feeds.end(), feeds.begin(), feeds.end());
   std::vector<std::string> fetches(request.fetch().begin(),
                                    request.fetch().end());
   std::vector<std::string> targets(request.target().begin(),
                                    request.target().end());
-  std::vector<TensorProto> out;
-  RETURN_IF_ERROR(session->Run(request.options(), feeds, fetches, targets, &out,
-                               response->mutable_metadata()));
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session->Run(request.options(), all_feeds, fetches, targets,
+                               &out, response->mutable_metadata()));
+  fetched->clear();
   for (size_t i = 0; i < out.size(); ++i) {
-    NamedTensorProto* t = response->add_tensor();
-    t->set_name(fetches[i]);
-    t->mutable_tensor()->Swap(&out[i]);
+    fetched->emplace_back(fetches[i], std::move(out[i]));
   }
   return absl::OkStatus();
 }
@@ -847,16 +850,21 @@ Status Master::RunCallable(const RunCallableRequest& request,
                                    c.feed_size(), " feeds, the request has ",
                                    request.feed_size());
   }
-  std::vector<std::pair<std::string, const TensorProto*>> feeds;
+  NamedTensorList feeds;
   for (int i = 0; i < c.feed_size(); ++i) {
-    feeds.emplace_back(c.feed(i), &request.feed(i));
+    StatusOr<Tensor> t = Tensor::FromProto(request.feed(i));
+    if (!t.ok()) {
+      return errors::InvalidArgument("feed '", c.feed(i),
+                                     "': ", t.status().message());
+    }
+    feeds.emplace_back(c.feed(i), *std::move(t));
   }
   std::vector<std::string> fetches(c.fetch().begin(), c.fetch().end());
   std::vector<std::string> targets(c.target().begin(), c.target().end());
-  std::vector<TensorProto> out;
+  std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run(c.run_options(), feeds, fetches, targets, &out,
                                response->mutable_metadata()));
-  for (TensorProto& t : out) response->add_fetch()->Swap(&t);
+  for (const Tensor& t : out) t.AsProtoTensorContent(response->add_fetch());
   return absl::OkStatus();
 }
 

@@ -56,7 +56,12 @@ class Master {
                        ExtendSessionResponse* response);
   Status PartialRunSetup(const PartialRunSetupRequest& request,
                          PartialRunSetupResponse* response);
-  Status RunStep(const RunStepRequest& request, RunStepResponse* response);
+  // Feeds and fetched values travel as Tensors beside the messages (Note
+  // [Tensors beside messages], runnel/distributed/tensor_coding.h): `feeds`
+  // are fed as well as request.feed, and the fetched values go to `fetched`
+  // in request.fetch order (response->tensor stays empty).
+  Status RunStep(const RunStepRequest& request, const NamedTensorList& feeds,
+                 RunStepResponse* response, NamedTensorList* fetched);
   Status CloseSession(const CloseSessionRequest& request,
                       CloseSessionResponse* response);
   Status ListDevices(const ListDevicesRequest& request,

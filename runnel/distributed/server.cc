@@ -89,6 +89,36 @@ void Server::RegisterMethods() {
       },
       /*blocking=*/false);
 
+  // RunGraph's sends and recvs travel as Tensors beside the messages (Note
+  // [Tensors beside messages]); this registration replaces the typed one.
+  service_->Register(
+      "/tensorflow.WorkerService/RunGraph",
+      [w = worker_.get()](const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response, StatusCallback done) {
+        struct Call {
+          RunGraphRequest req;
+          NamedTensorList send;
+          RunGraphResponse resp;
+          NamedTensorList recv;
+        };
+        auto call = std::make_shared<Call>();
+        Status s = DecodeMessageWithTensors(
+            request, RunGraphRequest::kSendFieldNumber, &call->req, &call->send,
+            "/tensorflow.WorkerService/RunGraph");
+        if (!s.ok()) return done(s);
+        w->RunGraphRawAsync(
+            nullptr, &call->req, &call->send, &call->resp, &call->recv,
+            [call, response, done](const Status& s) {
+              if (s.ok()) {
+                EncodeMessageWithTensors(call->resp,
+                                         RunGraphResponse::kRecvFieldNumber,
+                                         call->recv, response);
+              }
+              done(s);
+            });
+      },
+      /*blocking=*/false);
+
 #define RUNNEL_REGISTER_MASTER(M)                                           \
   service_->RegisterTyped<M##Request, M##Response>(                         \
       "/tensorflow.MasterService/" #M,                                      \
@@ -106,17 +136,31 @@ void Server::RegisterMethods() {
   RUNNEL_REGISTER_MASTER(ReleaseCallable)
 #undef RUNNEL_REGISTER_MASTER
   // RunStep may carry its error in the response body
-  // (store_errors_in_response_body), with an OK RPC.
-  service_->RegisterTyped<RunStepRequest, RunStepResponse>(
+  // (store_errors_in_response_body), with an OK RPC. Its feeds and fetches
+  // travel as Tensors beside the messages.
+  service_->Register(
       "/tensorflow.MasterService/RunStep",
-      [m = master_.get()](const RunStepRequest* req, RunStepResponse* resp,
-                          StatusCallback done) {
-        Status s = m->RunStep(*req, resp);
-        if (!s.ok() && req->store_errors_in_response_body()) {
-          resp->Clear();
-          resp->set_status_code(static_cast<error::Code>(s.code()));
-          resp->set_status_error_message(std::string(s.message()));
+      [m = master_.get()](const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* response, StatusCallback done) {
+        RunStepRequest req;
+        NamedTensorList feeds;
+        Status s = DecodeMessageWithTensors(
+            request, RunStepRequest::kFeedFieldNumber, &req, &feeds,
+            "/tensorflow.MasterService/RunStep");
+        if (!s.ok()) return done(s);
+        RunStepResponse resp;
+        NamedTensorList fetched;
+        s = m->RunStep(req, feeds, &resp, &fetched);
+        if (!s.ok() && req.store_errors_in_response_body()) {
+          resp.Clear();
+          fetched.clear();
+          resp.set_status_code(static_cast<error::Code>(s.code()));
+          resp.set_status_error_message(std::string(s.message()));
           s = absl::OkStatus();
+        }
+        if (s.ok()) {
+          EncodeMessageWithTensors(resp, RunStepResponse::kTensorFieldNumber,
+                                   fetched, response);
         }
         done(s);
       },

@@ -203,8 +203,27 @@ void Worker::DeregisterGraphAsync(CallOptions*,
   done(absl::OkStatus());
 }
 
-void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
+void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest* request,
                            RunGraphResponse* response, StatusCallback done) {
+  auto recv = std::make_shared<NamedTensorList>();
+  static const NamedTensorList* const kNone = new NamedTensorList;
+  RunGraphRawAsync(opts, request, kNone, response, recv.get(),
+                   [recv, response, done = std::move(done)](const Status& s) {
+                     if (s.ok()) {
+                       for (const auto& [name, value] : *recv) {
+                         NamedTensorProto* out = response->add_recv();
+                         out->set_name(name);
+                         value.AsProtoTensorContent(out->mutable_tensor());
+                       }
+                     }
+                     done(s);
+                   });
+}
+
+void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
+                              const NamedTensorList* send,
+                              RunGraphResponse* response, NamedTensorList* recv,
+                              StatusCallback done) {
   Status s = recent_request_ids_.TrackUnique(request->request_id(), "RunGraph");
   if (!s.ok()) return done(s);
   if (request->is_partial()) {
@@ -228,19 +247,26 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
   const int64_t step_id = request->step_id();
   std::shared_ptr<RemoteRendezvous> rendezvous = rendezvous_mgr_->Find(step_id);
   // The client's feeds, keyed by the rendezvous key of their _Recv.
-  for (const NamedTensorProto& send : request->send()) {
+  auto feed = [&](const std::string& name, const StatusOr<Tensor>& t) {
     Rendezvous::ParsedKey key;
-    s = Rendezvous::ParseKey(send.name(), &key);
-    StatusOr<Tensor> t =
-        s.ok() ? Tensor::FromProto(send.tensor()) : StatusOr<Tensor>(s);
-    if (t.ok())
-      s = rendezvous->Send(key, Rendezvous::Args(), *t, false);
-    else
-      s = t.status();
-    if (!s.ok()) {
-      return done(errors::InvalidArgument("RunGraph on ", task_, ": feed '",
-                                          send.name(), "': ", s.message()));
+    Status status = Rendezvous::ParseKey(name, &key);
+    if (status.ok()) status = t.status();
+    if (status.ok()) {
+      status = rendezvous->Send(key, Rendezvous::Args(), *t, false);
     }
+    if (!status.ok()) {
+      return errors::InvalidArgument("RunGraph on ", task_, ": feed '", name,
+                                     "': ", status.message());
+    }
+    return absl::OkStatus();
+  };
+  for (const NamedTensorProto& proto : request->send()) {
+    s = feed(proto.name(), Tensor::FromProto(proto.tensor()));
+    if (!s.ok()) return done(s);
+  }
+  for (const auto& [name, value] : *send) {
+    s = feed(name, value);
+    if (!s.ok()) return done(s);
   }
   std::vector<Rendezvous::ParsedKey> recv_keys(request->recv_key_size());
   for (int i = 0; i < request->recv_key_size(); ++i) {
@@ -281,9 +307,9 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
   // on the pool.
   args.run_first_inline = false;
   item->executor->RunAsync(
-      args,
-      [this, st, step_id, record, response, recv_keys = std::move(recv_keys),
-       done = std::move(done)](const Status& run_status) {
+      args, [this, st, step_id, record, response, recv,
+             recv_keys = std::move(recv_keys),
+             done = std::move(done)](const Status& run_status) {
         {
           absl::MutexLock l(&mu_);
           auto it = active_steps_.find(step_id);
@@ -295,9 +321,11 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
         }
         if (!run_status.ok()) return done(run_status);
         // Every _Send has run, so each fetched value is waiting.
+        recv->clear();
+        recv->reserve(recv_keys.size());  // `out` below stays valid.
         for (size_t i = 0; i < recv_keys.size(); ++i) {
-          NamedTensorProto* out = response->add_recv();
-          out->set_name(recv_keys[i].full_key);
+          recv->emplace_back(recv_keys[i].full_key, Tensor());
+          auto* out = &recv->back();
           struct Got {
             absl::Mutex mu;
             bool called = false;
@@ -317,11 +345,11 @@ void Worker::RunGraphAsync(CallOptions*, const RunGraphRequest* request,
                   got->status = status;
                 } else if (is_dead) {
                   got->status = errors::InvalidArgument(
-                      "fetch '", out->name(),
+                      "fetch '", out->first,
                       "' has no value: it is dead (computed only on a branch "
                       "of a conditional that was not taken)");
                 } else {
-                  value.AsProtoTensorContent(out->mutable_tensor());
+                  out->second = value;
                 }
               });
           absl::MutexLock l(&got->mu);

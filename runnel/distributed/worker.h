@@ -66,6 +66,9 @@ class Worker final : public WorkerInterface {
                 M##Response* response, StatusCallback done) override;
   RUNNEL_WORKER_METHODS(RUNNEL_DECLARE_OVERRIDE)
 #undef RUNNEL_DECLARE_OVERRIDE
+  void RunGraphRawAsync(CallOptions* opts, const RunGraphRequest* request,
+                        const NamedTensorList* send, RunGraphResponse* response,
+                        NamedTensorList* recv, StatusCallback done) override;
   void RecvTensorRawAsync(CallOptions* opts, const RecvTensorRequest* request,
                           TensorResponse* response,
                           StatusCallback done) override;

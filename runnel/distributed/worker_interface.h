@@ -111,6 +111,18 @@ class WorkerInterface {
                                   const RecvTensorRequest* request,
                                   TensorResponse* response,
                                   StatusCallback done);
+
+  // RunGraph with the values as Tensors beside the messages (Note [Tensors
+  // beside messages], tensor_coding.h): `send` is fed as well as
+  // request->send, and the fetched values go to `recv` (response->recv
+  // stays empty). The in-process worker hands them over; the gRPC one
+  // codes large tensors without copies. `send` and `recv` must outlive the
+  // call.
+  virtual void RunGraphRawAsync(CallOptions* opts,
+                                const RunGraphRequest* request,
+                                const NamedTensorList* send,
+                                RunGraphResponse* response,
+                                NamedTensorList* recv, StatusCallback done) = 0;
 };
 
 class WorkerCacheInterface {
