@@ -528,8 +528,13 @@ Status ArgTypes(const OpDef::ArgDef& arg, const AttrMap& attrs,
   int64_t n = 1;
   if (!arg.number_attr().empty()) {
     RETURN_IF_ERROR(GetAttr(attrs, arg.number_attr(), &n));
-    if (n < 0 || n > (1 << 20)) {
-      return errors::InvalidArgument("attr '", arg.number_attr(), "' is ", n);
+    // A bound on the inputs or outputs one node has: a 30-byte graph must
+    // not ask for a million outputs (each a tensor to allocate, even when
+    // empty). No real graph comes near it.
+    constexpr int64_t kMaxListLength = 1 << 16;
+    if (n < 0 || n > kMaxListLength) {
+      return errors::InvalidArgument("attr '", arg.number_attr(), "' is ", n,
+                                     ", not in [0, ", kMaxListLength, "]");
     }
   }
   for (int64_t i = 0; i < n; ++i) add(dt);

@@ -53,6 +53,17 @@ TEST(OpRegistryTest, NodePropertiesValidate) {
   attrs["N"] = MakeAttrValue(1);
   EXPECT_FALSE(NodeProperties::Create("c", "TestOpConcat", "", attrs).ok());
 
+  // A list length no real graph has is refused (a 30-byte graph asking
+  // for a million outputs, found by the kernel fuzzer).
+  attrs["N"] = MakeAttrValue(int64_t{1} << 20);
+  auto huge = NodeProperties::Create("c", "TestOpConcat", "", attrs);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(huge.status().message().find("attr 'N' is 1048576"),
+            std::string::npos)
+      << huge.status();
+  attrs["N"] = MakeAttrValue(int64_t{1} << 16);
+  EXPECT_TRUE(NodeProperties::Create("c", "TestOpConcat", "", attrs).ok());
+
   attrs.erase("N");
   auto missing = NodeProperties::Create("c", "TestOpConcat", "", attrs);
   EXPECT_NE(missing.status().message().find("missing attr 'N'"),
