@@ -31,6 +31,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runnel/base/threadpool.h"
 #include "runnel/distributed/cluster_spec.h"
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/distributed/server.h"
@@ -164,6 +165,9 @@ int ServerCommand(const std::vector<std::string>& args) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
+  // Before any pool exists: this task shares the machine's cores with the
+  // cluster's other tasks, which spinning idle threads would take.
+  SetThreadPoolSpinning(false);
   EnableGrpcSessions(options.tls.cert, options.tls.key, options.tls.ca);
   StatusOr<std::unique_ptr<Server>> server = Server::Create(def, options);
   if (!server.ok()) return Fail(server.status());

@@ -12,8 +12,16 @@
 
 namespace runnel {
 
+namespace {
+std::atomic<bool> g_spin{true};
+}  // namespace
+
+void SetThreadPoolSpinning(bool spin) {
+  g_spin.store(spin, std::memory_order_relaxed);
+}
+
 struct ThreadPool::Impl {
-  explicit Impl(int n) : pool(n) {}
+  explicit Impl(int n) : pool(n, g_spin.load(std::memory_order_relaxed)) {}
   Eigen::ThreadPool pool;
 };
 

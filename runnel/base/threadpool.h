@@ -14,6 +14,12 @@
 
 namespace runnel {
 
+// Whether idle threads of pools created from now on spin a little before
+// sleeping (default: yes). Spinning saves a wakeup when work comes often;
+// it burns CPU other processes on the same cores could use, so `runnel
+// server` turns it off (a cluster's tasks on one machine share its cores).
+void SetThreadPoolSpinning(bool spin);
+
 class ThreadPool {
  public:
   ThreadPool(std::string name, int num_threads);
