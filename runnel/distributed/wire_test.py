@@ -735,6 +735,21 @@ class Single:
             check_fetch(r.recv[0], key_out, [3], expected_m(x))
             self.c.worker("CleanupGraph",
                           P.worker.CleanupGraphRequest(step_id=step_id))
+        # A feed of another dtype than the _Recv takes: the caller's error,
+        # named (it used to reach the kernel and come back INTERNAL).
+        req = P.worker.RunGraphRequest(graph_handle=gh, step_id=0x1357)
+        wrong = P.tensor.TensorProto(dtype=DT_INT32)
+        wrong.tensor_shape.dim.add().size = 3
+        wrong.int_val.extend([1, 2, 3])
+        req.send.add(name=key_in).tensor.CopyFrom(wrong)
+        req.recv_key.append(key_out)
+        _, msg = self.c.expect_error(grpc.StatusCode.INVALID_ARGUMENT,
+                                     "WorkerService", "RunGraph", req)
+        if "int32" not in msg or "feed/x:0" not in msg:
+            raise AssertionError("wrong-dtype feed error %r names neither "
+                                 "the dtype nor the feed" % msg)
+        self.c.worker("CleanupGraph",
+                      P.worker.CleanupGraphRequest(step_id=0x1357))
         # An unknown graph handle.
         self.c.expect_error(grpc.StatusCode.NOT_FOUND, "WorkerService",
                             "RunGraph", P.worker.RunGraphRequest(

@@ -28,6 +28,9 @@ Status RecentRequestIds::TrackUnique(int64_t request_id,
 
 struct Worker::GraphItem {
   std::unique_ptr<PartitionedExecutor> executor;
+  // The dtype each client-terminated _Recv takes, by rendezvous key: a feed
+  // of another dtype is the caller's error, named before the step runs.
+  absl::flat_hash_map<std::string, DataType> feed_types;
 };
 
 struct Worker::WorkerSession {
@@ -130,8 +133,27 @@ Status Worker::RegisterGraphSync(const RegisterGraphRequest& request,
     return Status(s.code(),
                   absl::StrCat("RegisterGraph on ", task_, ": ", s.message()));
   }
+  auto item = std::make_shared<GraphItem>();
   // The master placed every node; the worker cuts per device.
   for (Node* n : graph->nodes()) {
+    if (n->type_string() == "_Recv") {
+      const AttrMap& a = n->attrs();
+      auto attr = [&](const char* name) -> const AttrValue* {
+        auto it = a.find(name);
+        return it == a.end() ? nullptr : &it->second;
+      };
+      const AttrValue *client = attr("client_terminated"),
+                      *send = attr("send_device"),
+                      *inc = attr("send_device_incarnation"),
+                      *recv = attr("recv_device"), *name = attr("tensor_name"),
+                      *type = attr("tensor_type");
+      if (client != nullptr && client->b() && send && inc && recv && name &&
+          type) {
+        item->feed_types[Rendezvous::CreateKey(
+            send->s(), static_cast<uint64_t>(inc->i()), recv->s(), name->s(),
+            {})] = type->type();
+      }
+    }
     if (n->requested_device().empty()) {
       return errors::InvalidArgument("RegisterGraph on ", task_, ": node '",
                                      n->name(), "' (", n->type_string(),
@@ -167,7 +189,6 @@ Status Worker::RegisterGraphSync(const RegisterGraphRequest& request,
     }
     return absl::OkStatus();
   };
-  auto item = std::make_shared<GraphItem>();
   ASSIGN_OR_RETURN(item->executor, PartitionedExecutor::Create(
                                        popts, *devices_, std::move(graph)));
   std::string handle;
@@ -251,6 +272,14 @@ void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
     Rendezvous::ParsedKey key;
     Status status = Rendezvous::ParseKey(name, &key);
     if (status.ok()) status = t.status();
+    if (status.ok()) {
+      auto it = item->feed_types.find(key.full_key);
+      if (it != item->feed_types.end() && it->second != t->dtype()) {
+        status = errors::InvalidArgument(
+            "the value is ", DataTypeString(t->dtype()),
+            " but the graph takes ", DataTypeString(it->second));
+      }
+    }
     if (status.ok()) {
       status = rendezvous->Send(key, Rendezvous::Args(), *t, false);
     }
