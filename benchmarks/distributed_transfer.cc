@@ -2,6 +2,9 @@
 //  * recv_tensor: a float variable of N bytes on the PS task is consumed on
 //    the worker task (two `runnel server` processes), so each step moves it
 //    once with RecvTensor. Throughput = N / median step time.
+//  * recv_tensor_bf16: the same with RPCOptions.
+//    runnel_float_transfer_as_bfloat16 (N/2 bytes on the wire; throughput
+//    counts the N bytes of floats delivered).
 //  * fetch: the client fetches an N-byte variable living on the task of its
 //    master (one RunStep response carries it).
 //  * tcp: the physical reference, a raw loopback TCP socket copying N bytes
@@ -11,6 +14,7 @@
 //
 // Figure lines:
 //   distributed_transfer runnel bytes=N throughput=X GB/s   (recv_tensor)
+//   distributed_transfer runnel_bf16 bytes=N throughput=X GB/s
 //   distributed_transfer runnel_fetch bytes=N throughput=X GB/s
 //   distributed_transfer tcp bytes=N throughput=X GB/s
 #include <arpa/inet.h>
@@ -147,6 +151,16 @@ int main(int argc, char** argv) {
     const double recv = MedianStepSeconds(s.get(), {}, {"done"}, reps);
     std::printf("distributed_transfer runnel bytes=%lld throughput=%.3f GB/s\n",
                 static_cast<long long>(bytes), bytes / recv / 1e9);
+    {
+      runnel::ConfigProto config;
+      config.mutable_rpc_options()->set_runnel_float_transfer_as_bfloat16(true);
+      auto bf16 = RemoteSession((*cluster)->target("worker", 0), g, config);
+      const double t = MedianStepSeconds(bf16.get(), {}, {"done"}, reps);
+      std::printf(
+          "distributed_transfer runnel_bf16 bytes=%lld throughput=%.3f GB/s\n",
+          static_cast<long long>(bytes), bytes / t / 1e9);
+      (void)bf16->Close();
+    }
     const double fetch = MedianStepSeconds(s.get(), {w + "read"}, {}, reps);
     std::printf(
         "distributed_transfer runnel_fetch bytes=%lld throughput=%.3f GB/s\n",

@@ -40,11 +40,13 @@ inline std::string ScalarConst(const std::string& name, float v,
 }
 
 inline std::unique_ptr<Session> RemoteSession(const std::string& target,
-                                              const std::string& pbtxt) {
+                                              const std::string& pbtxt,
+                                              const ConfigProto& config = {}) {
   GraphDef g;
   Check(ParseGraphDefText(pbtxt, &g), "parse graph");
   SessionOptions o;
   o.target = target;
+  o.config = config;
   auto s = NewGrpcSession(o);
   Check(s.status(), "new session");
   Check((*s)->Create(g), "create session");

@@ -4,6 +4,9 @@
 // workers, checked against the same graph in one process.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runnel/distributed/grpc_session.h"
@@ -206,6 +209,60 @@ TEST(DistributedTest, LargeFeedsAndFetchesCrossTasksIntact) {
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
   EXPECT_TRUE(absl::StrContains(st.message(), "x")) << st;
   ASSERT_OK(session->Close());
+}
+
+// RPCOptions.runnel_float_transfer_as_bfloat16 (whitepaper §5.5): a float
+// tensor crossing tasks by RecvTensor arrives as its upper 16 bits; NaN
+// stays NaN; other dtypes, and the client's own feeds and fetches, are
+// exact; without the option everything is exact.
+TEST(DistributedTest, Bfloat16TransferCompressionTruncatesFloatsAcrossTasks) {
+  auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_OK(cluster.status());
+  GraphDef g = Text(PlaceholderF("x", kPs) +
+                    Node("y", "Identity", {"x"}, kPs, TFloat()) +
+                    Node("z", "Identity", {"y"}, kW0, TFloat()) +
+                    Node("i", "Placeholder", {}, kPs,
+                         R"(attr { key: "dtype" value { type: DT_INT32 } })") +
+                    Node("j", "Identity", {"i"}, kW0,
+                         R"(attr { key: "T" value { type: DT_INT32 } })"));
+  const std::vector<uint32_t> bits = {
+      0x3f800000u,  // 1
+      0x3f80ffffu,  // 1.0000153: the low half is dropped, not rounded
+      0x40490fdbu,  // pi
+      0xc02df854u,  // -e
+      0x7f800001u,  // a NaN whose payload is only in the low bits
+      0x00000001u,  // the smallest denormal: becomes 0
+      0xff800000u,  // -inf
+  };
+  Tensor x(DT_FLOAT, TensorShape({static_cast<int64_t>(bits.size())}));
+  std::memcpy(x.raw_data(), bits.data(), bits.size() * 4);
+  Tensor i(DT_INT32, TensorShape({2}));
+  i.flat<int32_t>()[0] = 0x12345678;
+  i.flat<int32_t>()[1] = -1;
+  for (bool compress : {true, false}) {
+    SessionOptions o;
+    o.target = (*cluster)->target("worker", 0);
+    o.config.mutable_rpc_options()->set_runnel_float_transfer_as_bfloat16(
+        compress);
+    auto session = NewGrpcSession(o);
+    ASSERT_OK(session.status());
+    ASSERT_OK((*session)->Create(g));
+    std::vector<Tensor> out;
+    ASSERT_OK((*session)->Run({{"x", x}, {"i", i}}, {"z", "y", "j"}, {}, &out));
+    ASSERT_EQ(out.size(), 3u);
+    const auto* z = static_cast<const uint32_t*>(out[0].raw_data());
+    for (size_t k = 0; k < bits.size(); ++k) {
+      if (k == 4) {
+        EXPECT_TRUE(std::isnan(out[0].flat<float>()[k])) << compress;
+      } else {
+        EXPECT_EQ(z[k], compress ? bits[k] & 0xffff0000u : bits[k])
+            << "element " << k << " compress " << compress;
+      }
+    }
+    EXPECT_EQ(out[1].tensor_data(), x.tensor_data());  // A client fetch.
+    EXPECT_EQ(out[2].tensor_data(), i.tensor_data());  // Not a float.
+    ASSERT_OK((*session)->Close());
+  }
 }
 
 TEST(DistributedTest, ErrorsNameTheNodeAndTheClusterKeepsServing) {

@@ -536,6 +536,8 @@ Status MasterSession::Run(const RunOptions& options,
     req.set_step_id(step_id);
     req.set_request_id(NewId(62));
     req.mutable_exec_opts()->set_record_timeline(trace);
+    req.mutable_exec_opts()->set_runnel_float_transfer_as_bfloat16(
+        config_.rpc_options().runnel_float_transfer_as_bfloat16());
     for (const auto& [index, key] : part.feeds) {
       sends[i].emplace_back(key, feeds[index].second);
     }

@@ -61,6 +61,8 @@ void RemoteRendezvous::RecvRemoteAsync(const ParsedKey& key,
   call->req.set_step_id(step_id_);
   call->req.set_rendezvous_key(key.full_key);
   call->req.set_request_id(NewRequestId());
+  call->req.set_runnel_float_as_bfloat16(
+      float_as_bfloat16_.load(std::memory_order_relaxed));
   {
     absl::ReleasableMutexLock l(&mu_);
     if (!aborted_.ok()) {
@@ -79,13 +81,25 @@ void RemoteRendezvous::RecvRemoteAsync(const ParsedKey& key,
           calls_.erase(call);
         }
         Status s = status;
+        Tensor value = call->resp.tensor;
+        if (s.ok() && call->resp.float_as_bfloat16 && !call->resp.is_dead) {
+          if (value.dtype() != DT_BFLOAT16) {
+            s = errors::InvalidArgument(
+                "the response is marked bfloat16-compressed but holds ",
+                DataTypeString(value.dtype()));
+          } else {
+            StatusOr<Tensor> wide = Bfloat16ToFloat(value);
+            s = wide.status();
+            if (s.ok()) value = *std::move(wide);
+          }
+        }
         if (s.code() == absl::StatusCode::kInvalidArgument ||
             s.code() == absl::StatusCode::kResourceExhausted) {
           s = Status(s.code(),
                      absl::StrCat("RecvTensor of '", call->req.rendezvous_key(),
                                   "' from ", task, ": ", s.message()));
         }
-        done(s, Args(), Args(), call->resp.tensor, call->resp.is_dead);
+        done(s, Args(), Args(), s.ok() ? value : Tensor(), call->resp.is_dead);
       });
 }
 

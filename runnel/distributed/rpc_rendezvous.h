@@ -12,6 +12,7 @@
 #ifndef RUNNEL_DISTRIBUTED_RPC_RENDEZVOUS_H_
 #define RUNNEL_DISTRIBUTED_RPC_RENDEZVOUS_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <string>
@@ -41,6 +42,13 @@ class RemoteRendezvous final : public Rendezvous {
   // Serves another task's RecvTensor: waits in the local table only.
   void RecvLocalAsync(const ParsedKey& key, DoneCallback done);
 
+  // This step's RecvTensor calls ask for float tensors as bfloat16 and
+  // widen them back (RPCOptions.runnel_float_transfer_as_bfloat16). Set
+  // before the step's executors run.
+  void SetFloatTransferAsBfloat16() {
+    float_as_bfloat16_.store(true, std::memory_order_relaxed);
+  }
+
  private:
   // One RecvTensor in flight.
   struct Call {
@@ -54,6 +62,7 @@ class RemoteRendezvous final : public Rendezvous {
   const DeviceMgr* const devices_;
   WorkerCacheInterface* const workers_;
   LocalRendezvous local_;
+  std::atomic<bool> float_as_bfloat16_{false};
   absl::Mutex mu_;
   Status aborted_ ABSL_GUARDED_BY(mu_);
   // In-flight RecvTensor calls, cancelled by StartAbort.

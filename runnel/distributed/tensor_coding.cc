@@ -24,6 +24,7 @@ using google::protobuf::io::CodedOutputStream;
 constexpr int kResponseTensor = 1;
 constexpr int kResponseIsDead = 2;
 constexpr int kResponseSendStartMicros = 3;
+constexpr int kResponseFloatAsBfloat16 = 1001;
 constexpr int kTensorDtype = 1;
 constexpr int kTensorShape = 2;
 constexpr int kTensorContent = 4;
@@ -43,6 +44,7 @@ void EncodeSlow(const TensorResponse& r, grpc::ByteBuffer* out) {
   RecvTensorResponse proto;
   proto.set_is_dead(r.is_dead);
   proto.set_send_start_micros(r.send_start_micros);
+  proto.set_runnel_float_as_bfloat16(r.float_as_bfloat16);
   if (!r.is_dead) r.tensor.AsProtoTensorContent(proto.mutable_tensor());
   SerializeToByteBuffer(proto, out);
 }
@@ -52,6 +54,7 @@ Status DecodeSlow(const grpc::ByteBuffer& in, TensorResponse* out) {
   RETURN_IF_ERROR(ParseFromByteBuffer(in, &proto, "RecvTensor"));
   out->is_dead = proto.is_dead();
   out->send_start_micros = proto.send_start_micros();
+  out->float_as_bfloat16 = proto.runnel_float_as_bfloat16();
   out->tensor = Tensor();
   if (!out->is_dead) {
     ASSIGN_OR_RETURN(out->tensor, Tensor::FromProto(proto.tensor()));
@@ -159,6 +162,7 @@ bool ReadTensorFast(CodedInputStream* in, absl::string_view what, Tensor* out,
 bool DecodeFast(CodedInputStream* in, TensorResponse* out, Status* status) {
   out->is_dead = false;
   out->send_start_micros = 0;
+  out->float_as_bfloat16 = false;
   out->tensor = Tensor();
   bool have_tensor = false;
   for (;;) {
@@ -175,6 +179,11 @@ bool DecodeFast(CodedInputStream* in, TensorResponse* out, Status* status) {
       uint64_t v;
       if (!in->ReadVarint64(&v)) return false;
       out->send_start_micros = static_cast<int64_t>(v);
+    } else if (tag ==
+               Tag(kResponseFloatAsBfloat16, WireFormatLite::WIRETYPE_VARINT)) {
+      uint64_t v;
+      if (!in->ReadVarint64(&v)) return false;
+      out->float_as_bfloat16 = v != 0;
     } else if (tag == Tag(kResponseTensor,
                           WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
       if (have_tensor) return false;  // Merged submessages: let protobuf.
@@ -401,6 +410,13 @@ void EncodeRecvTensorResponse(const TensorResponse& r, grpc::ByteBuffer* out) {
         Tag(kResponseSendStartMicros, WireFormatLite::WIRETYPE_VARINT));
     cos.WriteVarint64(static_cast<uint64_t>(r.send_start_micros));
   }
+  if (r.float_as_bfloat16) {
+    google::protobuf::io::StringOutputStream sos(&last);
+    CodedOutputStream cos(&sos);
+    cos.WriteTag(
+        Tag(kResponseFloatAsBfloat16, WireFormatLite::WIRETYPE_VARINT));
+    cos.WriteVarint64(1);
+  }
   grpc::Slice slices[3] = {
       grpc::Slice(first),
       grpc::Slice(r.tensor.raw_data(), n, &UnrefTensor, new Tensor(r.tensor)),
@@ -420,6 +436,32 @@ Status DecodeRecvTensorResponse(const grpc::ByteBuffer& in,
     if (DecodeFast(&cis, out, &status)) return status;
   }
   return DecodeSlow(in, out);
+}
+
+StatusOr<Tensor> FloatToBfloat16Truncated(const Tensor& floats) {
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Allocate(cpu_allocator(), DT_BFLOAT16,
+                                                floats.shape()));
+  const uint32_t* src = static_cast<const uint32_t*>(floats.raw_data());
+  uint16_t* dst = static_cast<uint16_t*>(out.raw_data());
+  const int64_t n = floats.NumElements();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t u = src[i];
+    // A NaN whose payload is all in the low bits would truncate to Inf.
+    const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+    dst[i] = nan ? static_cast<uint16_t>((u >> 16) | 0x0040u)
+                 : static_cast<uint16_t>(u >> 16);
+  }
+  return out;
+}
+
+StatusOr<Tensor> Bfloat16ToFloat(const Tensor& bf16) {
+  ASSIGN_OR_RETURN(Tensor out,
+                   Tensor::Allocate(cpu_allocator(), DT_FLOAT, bf16.shape()));
+  const uint16_t* src = static_cast<const uint16_t*>(bf16.raw_data());
+  uint32_t* dst = static_cast<uint32_t*>(out.raw_data());
+  const int64_t n = bf16.NumElements();
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<uint32_t>(src[i]) << 16;
+  return out;
 }
 
 void EncodeMessageWithTensors(const google::protobuf::Message& msg, int field,

@@ -38,7 +38,17 @@ struct TensorResponse {
   Tensor tensor;
   bool is_dead = false;
   int64_t send_start_micros = 0;
+  // `tensor` holds bfloat16 values of a float tensor, to be widened
+  // (RecvTensorResponse.runnel_float_as_bfloat16).
+  bool float_as_bfloat16 = false;
 };
+
+// Lossy 16-bit transfer compression (whitepaper §5.5): a bfloat16 tensor of
+// the upper 16 bits of each float of `floats` (truncation, as the paper
+// does; NaN stays NaN), and back to float exactly. ResourceExhausted when
+// the result cannot be allocated.
+StatusOr<Tensor> FloatToBfloat16Truncated(const Tensor& floats);
+StatusOr<Tensor> Bfloat16ToFloat(const Tensor& bf16);
 
 void EncodeRecvTensorResponse(const TensorResponse& response,
                               grpc::ByteBuffer* out);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "proto/master.pb.h"
 #include "proto/worker.pb.h"
 #include "runnel/distributed/grpc_util.h"
@@ -147,6 +149,39 @@ TEST(TensorCodingTest, BadBytesAreErrors) {
   // Garbage.
   s = DecodeRecvTensorResponse(FromBytes("\xff\xff\xff\xff\xff"), &back);
   EXPECT_FALSE(s.ok());
+}
+
+TEST(TensorCodingTest, Bfloat16MarkerRoundTripsAndIsProtobufs) {
+  Tensor f(DT_FLOAT, TensorShape({1000}));
+  for (int i = 0; i < 1000; ++i) f.flat<float>()[i] = 1.0f / (i + 1);
+  StatusOr<Tensor> bf = FloatToBfloat16Truncated(f);
+  ASSERT_OK(bf.status());
+  ASSERT_EQ(bf->dtype(), DT_BFLOAT16);
+  TensorResponse r;
+  r.tensor = *bf;
+  r.float_as_bfloat16 = true;
+  grpc::ByteBuffer buf;
+  EncodeRecvTensorResponse(r, &buf);
+  RecvTensorResponse proto;
+  ASSERT_TRUE(proto.ParseFromString(Bytes(buf)));
+  EXPECT_TRUE(proto.runnel_float_as_bfloat16());
+  TensorResponse back;
+  ASSERT_OK(DecodeRecvTensorResponse(buf, &back));
+  EXPECT_TRUE(back.float_as_bfloat16);
+  StatusOr<Tensor> wide = Bfloat16ToFloat(back.tensor);
+  ASSERT_OK(wide.status());
+  for (int i = 0; i < 1000; ++i) {
+    uint32_t a, b;
+    const float fa = f.flat<float>()[i], fb = wide->flat<float>()[i];
+    std::memcpy(&a, &fa, 4);
+    std::memcpy(&b, &fb, 4);
+    ASSERT_EQ(b, a & 0xffff0000u) << i;
+  }
+  // A small tensor (protobuf's path) keeps the marker too.
+  r.tensor = *FloatToBfloat16Truncated(Floats(4));
+  EncodeRecvTensorResponse(r, &buf);
+  ASSERT_OK(DecodeRecvTensorResponse(buf, &back));
+  EXPECT_TRUE(back.float_as_bfloat16);
 }
 
 // --- Messages with tensors beside them (RunStep, RunGraph).

@@ -267,6 +267,9 @@ void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
   }
   const int64_t step_id = request->step_id();
   std::shared_ptr<RemoteRendezvous> rendezvous = rendezvous_mgr_->Find(step_id);
+  if (request->exec_opts().runnel_float_transfer_as_bfloat16()) {
+    rendezvous->SetFloatTransferAsBfloat16();
+  }
   // The client's feeds, keyed by the rendezvous key of their _Recv.
   auto feed = [&](const std::string& name, const StatusOr<Tensor>& t) {
     Rendezvous::ParsedKey key;
@@ -454,6 +457,7 @@ void Worker::RecvTensorAsync(CallOptions* opts,
         if (s.ok()) {
           response->set_is_dead(raw->is_dead);
           response->set_send_start_micros(raw->send_start_micros);
+          response->set_runnel_float_as_bfloat16(raw->float_as_bfloat16);
           if (!raw->is_dead) {
             raw->tensor.AsProtoTensorContent(response->mutable_tensor());
           }
@@ -487,14 +491,24 @@ void Worker::RecvTensorRawAsync(CallOptions*, const RecvTensorRequest* request,
   }
   std::shared_ptr<RemoteRendezvous> r =
       rendezvous_mgr_->Find(request->step_id());
+  const bool as_bfloat16 = request->runnel_float_as_bfloat16();
   r->RecvLocalAsync(
-      key, [r, response, done = std::move(done)](
+      key, [r, response, as_bfloat16, done = std::move(done)](
                const Status& status, const Rendezvous::Args&,
                const Rendezvous::Args&, const Tensor& value, bool is_dead) {
         if (!status.ok()) return done(status);
         response->is_dead = is_dead;
         response->send_start_micros = absl::ToUnixMicros(absl::Now());
-        if (!is_dead) response->tensor = value;
+        response->float_as_bfloat16 = false;
+        if (is_dead) return done(absl::OkStatus());
+        if (as_bfloat16 && value.dtype() == DT_FLOAT) {
+          StatusOr<Tensor> t = FloatToBfloat16Truncated(value);
+          if (!t.ok()) return done(t.status());
+          response->tensor = *std::move(t);
+          response->float_as_bfloat16 = true;
+        } else {
+          response->tensor = value;
+        }
         done(absl::OkStatus());
       });
 }
