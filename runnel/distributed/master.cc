@@ -313,25 +313,11 @@ Status MasterSession::Extend(const GraphDef& graph, int64_t current_version,
 }
 
 Status MasterSession::PlaceNodes() {
-  for (Node* n : graph_.nodes()) {
-    auto it = stateful_placements_.find(n->name());
-    n->set_assigned_device_name(it != stateful_placements_.end() ? it->second
-                                                                 : "");
-  }
   PlacerOptions opts;
   opts.allow_soft_placement = config_.allow_soft_placement();
   opts.log_device_placement = config_.log_device_placement();
-  std::vector<std::string> log;
-  RETURN_IF_ERROR(PlaceGraph(opts, devices_, &graph_,
-                             opts.log_device_placement ? &log : nullptr));
-  for (const std::string& line : log) {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-  for (Node* n : graph_.nodes()) {
-    if (n->IsStateful()) {
-      stateful_placements_[n->name()] = n->assigned_device_name();
-    }
-  }
+  RETURN_IF_ERROR(
+      PlaceSessionGraph(opts, devices_, &graph_, &stateful_placements_));
   placed_ = true;
   return absl::OkStatus();
 }

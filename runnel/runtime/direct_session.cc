@@ -333,25 +333,11 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
 // Stateful nodes (variables, queues) keep the device they were first given,
 // since their state lives there.
 Status DirectSession::PlaceNodes(Graph* g) {
-  for (Node* n : g->nodes()) {
-    auto it = stateful_placements_.find(n->name());
-    n->set_assigned_device_name(it != stateful_placements_.end() ? it->second
-                                                                 : "");
-  }
   PlacerOptions opts;
   opts.allow_soft_placement = options_.config.allow_soft_placement();
   opts.log_device_placement = options_.config.log_device_placement();
-  std::vector<std::string> log;
-  RETURN_IF_ERROR(PlaceGraph(opts, device_mgr_->devices(), g,
-                             opts.log_device_placement ? &log : nullptr));
-  for (const std::string& line : log) {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
-  for (Node* n : g->nodes()) {
-    if (n->IsStateful() && !n->IsArg() && !n->IsRetval())
-      stateful_placements_[n->name()] = n->assigned_device_name();
-  }
-  return absl::OkStatus();
+  return PlaceSessionGraph(opts, device_mgr_->devices(), g,
+                           &stateful_placements_);
 }
 
 Status DirectSession::CreateKernel(Device* device, const Node& node,

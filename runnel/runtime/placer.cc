@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <utility>
 
@@ -614,6 +615,27 @@ Status PlaceGraph(const PlacerOptions& options,
     if (options.log_device_placement && log != nullptr) {
       log->push_back(
           absl::StrCat(n->name(), ": (", n->type_string(), "): ", d.name()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status PlaceSessionGraph(
+    const PlacerOptions& options, const std::vector<Device*>& devices,
+    Graph* graph, absl::flat_hash_map<std::string, std::string>* stateful) {
+  for (Node* n : graph->nodes()) {
+    auto it = stateful->find(n->name());
+    n->set_assigned_device_name(it != stateful->end() ? it->second : "");
+  }
+  std::vector<std::string> log;
+  RETURN_IF_ERROR(PlaceGraph(options, devices, graph,
+                             options.log_device_placement ? &log : nullptr));
+  for (const std::string& line : log) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+  for (Node* n : graph->nodes()) {
+    if (n->IsStateful() && !n->IsArg() && !n->IsRetval()) {
+      (*stateful)[n->name()] = n->assigned_device_name();
     }
   }
   return absl::OkStatus();

@@ -85,6 +85,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "runnel/base/status.h"
 #include "runnel/framework/device.h"
 #include "runnel/graph/graph.h"
@@ -135,6 +136,16 @@ struct PlacerOptions {
 Status PlaceGraph(const PlacerOptions& options,
                   const std::vector<Device*>& devices, Graph* graph,
                   std::vector<std::string>* log = nullptr);
+
+// PlaceGraph for a session's graph, whose stateful nodes (variables,
+// queues) must stay on the device their state lives on: a node named in
+// `*stateful` keeps that device, every other node is placed afresh, and
+// every stateful node's device is recorded in `*stateful` afterwards. The
+// log lines (log_device_placement) go to stderr. Used by DirectSession and
+// the distributed master alike.
+Status PlaceSessionGraph(
+    const PlacerOptions& options, const std::vector<Device*>& devices,
+    Graph* graph, absl::flat_hash_map<std::string, std::string>* stateful);
 
 }  // namespace runnel
 
