@@ -30,9 +30,15 @@ class TensorShape {
 
   int dims() const { return static_cast<int>(dims_.size()); }
   int64_t dim_size(int i) const { return dims_[i]; }
+  // The product of the dims. A shape built unchecked (AddDim, the Span
+  // constructor) from untrusted sizes may overflow: then it is 0 if a dim is
+  // 0 (an empty tensor), else INT64_MAX, which no allocation accepts (a
+  // kernel's output of that shape fails with ResourceExhausted naming it).
   int64_t num_elements() const {
     int64_t n = 1;
-    for (int64_t d : dims_) n *= d;
+    for (int64_t d : dims_) {
+      if (__builtin_mul_overflow(n, d, &n)) return OverflowedNumElements();
+    }
     return n;
   }
   absl::Span<const int64_t> dim_sizes() const { return dims_; }
@@ -52,6 +58,12 @@ class TensorShape {
   bool operator!=(const TensorShape& o) const { return dims_ != o.dims_; }
 
  private:
+  int64_t OverflowedNumElements() const {
+    for (int64_t d : dims_) {
+      if (d == 0) return 0;
+    }
+    return INT64_MAX;
+  }
   DimVector dims_;
 };
 

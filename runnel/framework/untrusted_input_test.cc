@@ -135,6 +135,29 @@ TEST(UntrustedShapeTest, AsTensorShapeChecksTheElementCount) {
   EXPECT_EQ(PartialTensorShape({2, 3}).AsTensorShape()->num_elements(), 6);
 }
 
+// Kernels build output shapes with AddDim from untrusted sizes; the kernel
+// fuzzer found products that overflow int64 (signed overflow is undefined
+// behaviour): an empty shape whose nonzero dims overflow before the zero,
+// and UnsortedSegmentSum's [INT64_MAX, 2].
+TEST(UntrustedShapeTest, NumElementsNeverOverflows) {
+  const int64_t big = int64_t{1} << 40;
+  EXPECT_EQ(TensorShape({big, big, 0}).num_elements(), 0);
+  EXPECT_EQ(TensorShape({0, big, big}).num_elements(), 0);
+  EXPECT_EQ(TensorShape({INT64_MAX, 2}).num_elements(), INT64_MAX);
+  EXPECT_EQ(TensorShape({big, big}).num_elements(), INT64_MAX);
+  EXPECT_EQ(TensorShape({3, 5}).num_elements(), 15);
+  // No allocation accepts the saturated count: a named error, not a crash.
+  auto t =
+      Tensor::Allocate(cpu_allocator(), DT_FLOAT, TensorShape({INT64_MAX, 2}));
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(t.status().message().find("9223372036854775807"), std::string::npos)
+      << t.status();
+  auto e =
+      Tensor::Allocate(cpu_allocator(), DT_STRING, TensorShape({big, big, 0}));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->NumElements(), 0);
+}
+
 TEST(UntrustedAllocationTest, LimitTurnsIntoResourceExhausted) {
   const int64_t old = CpuAllocatorLimit();
   const int64_t in_use = cpu_allocator()->GetStats().bytes_in_use;
