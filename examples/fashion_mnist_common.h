@@ -51,6 +51,12 @@ struct Flags {
   std::string checkpoint_dir;  // Note [Crash-safe training]; empty: none.
   int save_every = 200;        // Steps between checkpoints.
   int max_steps = 0;           // Stop after this global step (0: no limit).
+  // A cluster (examples/distributed_training.h); empty: one process.
+  std::string ps_hosts, worker_hosts;  // "h:p,h:p"
+  std::string job_name;                // "ps" or "worker"
+  int task_index = 0;
+  bool sync_replicas = false;
+  int replicas_to_aggregate = 0;  // 0: every worker.
 };
 
 // Parses --epochs=N --batch_size=N --optimizer=NAME --learning_rate=X
@@ -64,7 +70,10 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "(%s)] [--learning_rate=%g] [--decay=%g (per epoch)] "
                  "[--data_dir=%s] [--seed=%d] [--data=memory|tfrecord] "
                  "[--tfrecord_dir=%s] [--checkpoint_dir=DIR] "
-                 "[--save_every=%d] [--max_steps=N]\n",
+                 "[--save_every=%d] [--max_steps=N] [--ps_hosts=H:P,... "
+                 "--worker_hosts=H:P,... --job_name=ps|worker "
+                 "--task_index=N [--sync_replicas] "
+                 "[--replicas_to_aggregate=N]]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
                  f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
                  f->tfrecord_dir.c_str(), f->save_every);
@@ -74,6 +83,10 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
     std::string arg = argv[i], value;
     if (arg == "--help" || arg == "-h") usage(0);
     if (arg.rfind("--", 0) != 0) usage(2);
+    if (arg == "--sync_replicas") {
+      f->sync_replicas = true;
+      continue;
+    }
     const size_t eq = arg.find('=');
     if (eq != std::string::npos) {
       value = arg.substr(eq + 1);
@@ -106,6 +119,17 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
       f->checkpoint_dir = value;
     } else if (arg == "--save_every") {
       f->save_every = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--ps_hosts") {
+      f->ps_hosts = value;
+    } else if (arg == "--worker_hosts") {
+      f->worker_hosts = value;
+    } else if (arg == "--job_name") {
+      f->job_name = value;
+    } else if (arg == "--task_index") {
+      f->task_index = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--replicas_to_aggregate") {
+      f->replicas_to_aggregate =
+          static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--max_steps") {
       f->max_steps = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else {

@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "runnel/framework/attr_value.h"
+#include "runnel/framework/cancellation.h"
 #include "runnel/framework/rendezvous.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/partition.h"
@@ -160,6 +161,10 @@ class MasterSession {
   const MasterEnv& env_;
   const ConfigProto config_;
 
+  // Close cancels the steps still running (TF's MasterSession does too): a
+  // step blocked on a queue or an accumulator on some task would otherwise
+  // never end.
+  CancellationManager running_steps_;
   absl::Mutex mu_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   // Tasks with a worker session, and the cluster's devices: this task's
@@ -513,6 +518,26 @@ Status MasterSession::Run(const RunOptions& options,
   };
   auto st = std::make_shared<State>();
   st->pending = n;
+  const CancellationManager::Token token = running_steps_.NewToken();
+  if (!running_steps_.RegisterCallback(token, [this, st, plan, step_id] {
+        {
+          absl::MutexLock l(&st->mu);
+          if (st->status.ok()) {
+            st->status =
+                errors::Cancelled("session '", Clip(handle_),
+                                  "' was closed while step ", step_id, " ran");
+          }
+          st->aborted = true;
+        }
+        CleanupStep(*plan, step_id, /*wait=*/false);
+      })) {
+    return errors::Cancelled("session '", Clip(handle_), "' is closed");
+  }
+  struct Deregister {
+    CancellationManager* cm;
+    CancellationManager::Token token;
+    ~Deregister() { cm->DeregisterCallback(token); }
+  } deregister{&running_steps_, token};
   for (size_t i = 0; i < n; ++i) {
     const PartPlan& part = plan->parts[i];
     RunGraphRequest& req = reqs[i];
@@ -620,6 +645,10 @@ void MasterSession::Close() {
     absl::MutexLock l(&mu_);
     if (closed_) return;
     closed_ = true;
+  }
+  running_steps_.StartCancel();
+  {
+    absl::MutexLock l(&mu_);
     registered.swap(registered_);
     tasks = tasks_;
     plans_.clear();

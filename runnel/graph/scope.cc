@@ -305,8 +305,23 @@ Scope Scope::WithDevice(absl::string_view device) const {
   return s;
 }
 
+Scope Scope::WithDeviceFunction(DeviceFunction fn) const {
+  Scope s = *this;
+  s.device_fn_ = fn == nullptr
+                     ? nullptr
+                     : std::make_shared<const DeviceFunction>(std::move(fn));
+  return s;
+}
+
+std::string Scope::DeviceFor(absl::string_view op, const AttrMap& attrs) const {
+  if (device_fn_ == nullptr) return device_;
+  return (*device_fn_)(op, attrs, device_);
+}
+
 Scope Scope::ColocateWith(const Operation& op) const {
   Scope s = *this;
+  s.device_.clear();
+  s.device_fn_ = nullptr;
   if (op.node() == nullptr) {
     UpdateStatus(errors::InvalidArgument("ColocateWith: a null Operation"));
     return s;
@@ -365,8 +380,9 @@ Status AddNodeToScope(const Scope& scope, const std::string& name,
   std::vector<std::string> colocation = scope.ColocationAttr();
   if (!colocation.empty()) attrs[kColocationAttr] = MakeAttrValue(colocation);
   Graph* g = scope.graph();
+  std::string device = scope.DeviceFor(op, attrs);
   ASSIGN_OR_RETURN(Node * n,
-                   g->AddNode(name, op, std::move(attrs), scope.device()));
+                   g->AddNode(name, op, std::move(attrs), std::move(device)));
   auto connect = [&]() -> Status {
     if (static_cast<int>(inputs.size()) != n->num_inputs()) {
       return errors::InvalidArgument("node '", name, "' (", op, ") has ",

@@ -32,6 +32,7 @@
 #define RUNNEL_GRAPH_SCOPE_H_
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <set>
@@ -270,8 +271,17 @@ class Scope {
   Scope WithNoControlDependencies() const;
   // The requested device of the ops ("/cpu:0", "/job:w/task:1/device:CPU:0").
   Scope WithDevice(absl::string_view device) const;
+  // A device function (TF's `tf.device(function)`, such as
+  // training::ReplicaDeviceSetter): each new op requests the device `fn`
+  // returns when called with the op's type, its attrs and the device the
+  // scope would request (WithDevice's, "" if none). A null `fn` removes it.
+  using DeviceFunction = std::function<std::string(
+      absl::string_view op, const AttrMap& attrs, absl::string_view device)>;
+  Scope WithDeviceFunction(DeviceFunction fn) const;
   // Ops are placed with `op` (TF's "_class" attr: "loc:@<name>", or the
-  // groups `op` itself is colocated with).
+  // groups `op` itself is colocated with). As TF's colocate_with, this
+  // clears the scope's device and device function: the ops go wherever `op`
+  // goes (a later WithDevice applies again).
   Scope ColocateWith(const Operation& op) const;
   Scope ColocateWith(const Output& out) const { return ColocateWith(out.op()); }
   Scope ClearColocation() const;
@@ -308,6 +318,9 @@ class Scope {
   // The scope's settings (for NodeBuilder and graph helpers).
   const std::string& name() const { return name_; }
   const std::string& device() const { return device_; }
+  // The device a new `op` with `attrs` requests: the device function's
+  // choice if there is one, else device().
+  std::string DeviceFor(absl::string_view op, const AttrMap& attrs) const;
   const std::vector<Operation>& control_deps() const { return control_deps_; }
   // "loc:@..." entries for the "_class" attr, sorted; empty if none.
   std::vector<std::string> ColocationAttr() const;
@@ -328,6 +341,7 @@ class Scope {
   std::string name_;
   std::string op_name_;
   std::string device_;
+  std::shared_ptr<const DeviceFunction> device_fn_;
   std::vector<Operation> control_deps_;
   std::set<std::string> colocation_;  // Node names.
 };

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "runnel/graph/graph_def.h"
 #include "testing/op_test_util.h"
@@ -67,6 +68,35 @@ TEST(ScopeTest, UniqueNamesAndSubScopes) {
   EXPECT_EQ(root.GetUniqueNameForOp("Add"), "Add");
   EXPECT_EQ(root.GetUniqueNameForOp("Add"), "Add_1");
   ASSERT_OK(root.status());
+}
+
+TEST(ScopeTest, DeviceFunctionsChooseDevicesAndColocationClearsThem) {
+  Scope root = Scope::NewRootScope();
+  std::vector<std::string> seen;
+  const Scope s = root.WithDevice("/cpu:0").WithDeviceFunction(
+      [&](absl::string_view op, const AttrMap& attrs,
+          absl::string_view device) {
+        DataType dt = DT_INVALID;
+        EXPECT_OK(GetAttr(attrs, "dtype", &dt));
+        seen.push_back(absl::StrCat(op, " ", DataTypeString(dt), " ", device));
+        return std::string(dt == DT_INT32 ? "/job:ps" : "/job:worker");
+      });
+  Output a = Placeholder(s, DT_INT32);
+  Output b = Placeholder(s, DT_FLOAT);
+  EXPECT_EQ(a.node()->requested_device(), "/job:ps");
+  EXPECT_EQ(b.node()->requested_device(), "/job:worker");
+  EXPECT_THAT(seen, ::testing::ElementsAre("Placeholder int32 /cpu:0",
+                                           "Placeholder float /cpu:0"));
+  // As TF's colocate_with: no device, no device function; WithDevice after
+  // it applies again.
+  Output c = Placeholder(s.ColocateWith(a.op()), DT_FLOAT);
+  EXPECT_EQ(c.node()->requested_device(), "");
+  EXPECT_EQ(seen.size(), 2u);
+  Output d = Placeholder(s.ColocateWith(a.op()).WithDevice("/cpu:1"), DT_FLOAT);
+  EXPECT_EQ(d.node()->requested_device(), "/cpu:1");
+  // A null function removes it.
+  Output e = Placeholder(s.WithDeviceFunction(nullptr), DT_FLOAT);
+  EXPECT_EQ(e.node()->requested_device(), "/cpu:0");
 }
 
 TEST(ScopeTest, UniqueNamesAvoidNodesMadeOutsideTheScope) {
