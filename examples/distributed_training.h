@@ -26,10 +26,17 @@
 //    counts every worker's steps, and evaluates.
 //  * --sync_replicas: SyncReplicasOptimizer; each update applies the mean of
 //    the first --replicas_to_aggregate (default: all workers) gradients of a
-//    step; more workers than that are backups. When the chief has done its
-//    share it closes the token queue: the other workers' next (or blocked)
-//    step then ends with OutOfRange, which ends their training.
-//  * --max_steps bounds each worker's steps.
+//    step; more workers than that are backups. The workers are coupled by
+//    the token queue (a fast worker may contribute two gradients to one
+//    update, as in TF), so they cannot each stop after a share: they cycle
+//    the data until the chief sees the global step reach epochs x batches /
+//    replicas_to_aggregate (TF's StopAtStepHook). The chief then closes the
+//    token queue: the other workers' next (or blocked) step ends with
+//    OutOfRange, which ends their training. Every synchronous step is
+//    bounded (120 s), so a dead chief cannot leave a worker waiting.
+//  * --max_steps bounds each worker's steps; --straggler_ms makes every
+//    worker a straggler now and then (before 1 in 4 steps it sleeps a
+//    random 0-3x that long), for the backup-worker experiment.
 //  * Each worker prints its throughput; the chief prints the test accuracy.
 #ifndef RUNNEL_EXAMPLES_DISTRIBUTED_TRAINING_H_
 #define RUNNEL_EXAMPLES_DISTRIBUTED_TRAINING_H_
@@ -238,13 +245,31 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   std::mt19937 rng(flags.seed);
   const double t0 = Now();
   int64_t ran = 0, examples = 0;
+  std::vector<double> step_ms;  // Each step's Session::Run.
+  std::mt19937 straggle_rng(
+      static_cast<uint32_t>(flags.seed * 7919 + ctx->task));
+  std::uniform_real_distribution<double> uniform(0, 1);
+  int64_t first_update = -1;  // The global step after 20 steps (chief).
+  double first_update_time = 0;
   bool finished = false;
-  for (int epoch = 1; epoch <= flags.epochs && !finished; ++epoch) {
+  // Asynchronous: each worker does its share of every epoch. Synchronous:
+  // the workers are coupled by the tokens, so they stop together on the
+  // global step (TF's StopAtStepHook): every batch of an update counts, so
+  // the run ends after target / replicas_to_aggregate updates.
+  int64_t target = static_cast<int64_t>(flags.epochs) * steps;
+  if (flags.max_steps > 0) {
+    target = std::min<int64_t>(target, int64_t{flags.max_steps} * workers);
+  }
+  if (sync != nullptr) target /= sync->replicas_to_aggregate();
+  RunOptions step_options;
+  if (sync != nullptr) step_options.set_timeout_in_ms(120000);  // Bounded.
+  for (int epoch = 1; !finished && (sync != nullptr || epoch <= flags.epochs);
+       ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0;
     int epoch_steps = 0;
     for (int b = ctx->task; b < steps; b += workers) {
-      if (flags.max_steps > 0 && ran >= flags.max_steps) {
+      if (sync == nullptr && flags.max_steps > 0 && ran >= flags.max_steps) {
         finished = true;
         break;
       }
@@ -252,8 +277,20 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
       const int end = std::min(n, begin + flags.batch_size);
       Tensor x, y;
       GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
-      Status s = session.Run({{model.images, x}, {model.labels, y}},
-                             {model.loss}, {model.train_op}, &out);
+      if (chief && ran == 20) {
+        Die(session.Run({global_step}, &out), "reading the global step");
+        first_update = out[0].scalar<int64_t>();
+        first_update_time = Now();
+      }
+      const double step_start = Now();
+      if (flags.straggler_ms > 0 && uniform(straggle_rng) < 0.25) {
+        std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(
+            3 * flags.straggler_ms * uniform(straggle_rng)));
+      }
+      Status s = session.Run(
+          step_options, {{model.images, x}, {model.labels, y}},
+          {model.loss, global_step}, {model.train_op}, &out, nullptr);
+      step_ms.push_back(1e3 * (Now() - step_start));
       if (sync != nullptr && absl::IsOutOfRange(s)) {
         finished = true;  // The chief closed the token queue: training ended.
         break;
@@ -263,11 +300,14 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
       ++epoch_steps;
       ++ran;
       examples += end - begin;
+      if (sync != nullptr && chief && out[1].scalar<int64_t>() >= target) {
+        finished = true;
+        break;
+      }
     }
     if (epoch_steps > 0) {
-      std::printf("worker %d epoch %d/%d: %d steps, mean loss %.4f\n",
-                  ctx->task, epoch, flags.epochs, epoch_steps,
-                  loss_sum / epoch_steps);
+      std::printf("worker %d epoch %d: %d steps, mean loss %.4f\n", ctx->task,
+                  epoch, epoch_steps, loss_sum / epoch_steps);
       std::fflush(stdout);
     }
   }
@@ -275,6 +315,13 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   std::printf("worker %d: %lld steps, %.0f examples/s, %.1fs\n", ctx->task,
               static_cast<long long>(ran), examples / std::max(train_s, 1e-9),
               train_s);
+  if (step_ms.size() > 40) {
+    // The median after 20 warm-up steps, as the benchmarks report it.
+    std::vector<double> t(step_ms.begin() + 20, step_ms.end());
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    std::printf("worker %d: median step time %.2f ms (steps 21-%zu)\n",
+                ctx->task, t[t.size() / 2], step_ms.size());
+  }
   if (!chief) return 0;
 
   if (sync != nullptr) {
@@ -283,18 +330,18 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
     coord.RequestStop();
   } else {
     // Wait (bounded) for the other workers' steps to reach the PS.
-    int64_t total = static_cast<int64_t>(flags.epochs) * steps;
-    if (flags.max_steps > 0) {
-      total = std::min<int64_t>(total, int64_t{flags.max_steps} * workers);
-    }
     for (int i = 0; i < 6000; ++i) {
       Die(session.Run({global_step}, &out), "reading the global step");
-      if (out[0].scalar<int64_t>() >= total) break;
+      if (out[0].scalar<int64_t>() >= target) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
   Die(session.Run({global_step}, &out), "reading the global step");
   const int64_t done = out[0].scalar<int64_t>();
+  if (first_update >= 0 && done > first_update) {
+    std::printf("updates: %.1f per second after the first 20 steps\n",
+                (done - first_update) / (Now() - first_update_time));
+  }
   if (saver != nullptr) {
     std::filesystem::create_directories(flags.checkpoint_dir);
     Die(saver->Save(&session, flags.checkpoint_dir + "/model.ckpt", done)

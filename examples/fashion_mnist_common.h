@@ -57,6 +57,9 @@ struct Flags {
   int task_index = 0;
   bool sync_replicas = false;
   int replicas_to_aggregate = 0;  // 0: every worker.
+  // A straggler: before 1 in 4 steps (at random) a worker sleeps a random
+  // 0-3x this many ms (0: never). For the backup-worker experiment.
+  double straggler_ms = 0;
 };
 
 // Parses --epochs=N --batch_size=N --optimizer=NAME --learning_rate=X
@@ -73,7 +76,7 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "[--save_every=%d] [--max_steps=N] [--ps_hosts=H:P,... "
                  "--worker_hosts=H:P,... --job_name=ps|worker "
                  "--task_index=N [--sync_replicas] "
-                 "[--replicas_to_aggregate=N]]\n",
+                 "[--replicas_to_aggregate=N] [--straggler_ms=X]]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
                  f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
                  f->tfrecord_dir.c_str(), f->save_every);
@@ -127,6 +130,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
       f->job_name = value;
     } else if (arg == "--task_index") {
       f->task_index = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--straggler_ms") {
+      f->straggler_ms = std::strtod(value.c_str(), &end);
     } else if (arg == "--replicas_to_aggregate") {
       f->replicas_to_aggregate =
           static_cast<int>(std::strtol(value.c_str(), &end, 10));

@@ -211,5 +211,136 @@ TEST(DistributedProcessTest, AWorkerKilledMidStepFailsTheStep) {
   EXPECT_LT(secs, 20.0);
 }
 
+// Between-graph asynchronous training (whitepaper §3.3): each worker's
+// graph adds its own constant to the PS variable w (worker 0 adds 1, worker 1
+// adds 10). A killed worker fails only its own client's steps; the chief and
+// the PS go on, and the restarted worker rejoins with the PS's current w.
+std::unique_ptr<Session> OpenWorker(const std::string& target, int task) {
+  const std::string ps = "/job:ps/replica:0/task:0/device:CPU:0";
+  const std::string w =
+      absl::StrCat("/job:worker/replica:0/task:", task, "/device:CPU:0");
+  const std::string text = absl::StrCat(
+      R"pb(node { name: "w" op: "VariableV2" device: ")pb", ps, R"pb(                                                                     "
+             attr {
+               key: "dtype"
+               value { type: DT_FLOAT }
+             }
+             attr {
+               key: "shape"
+               value { shape {} }
+             }
+           }
+                                                                                                                                          node {
+             name: "w0"
+             op: "Const"
+             device: ")pb",
+      ps, R"pb(               "
+             attr {
+               key: "dtype"
+               value { type: DT_FLOAT }
+             }
+             attr {
+               key: "value"
+               value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 3 } }
+             }
+           }
+                              node {
+             name: "init"
+             op: "Assign"
+             input: "w"
+             input: "w0"
+             device: ")pb",
+      ps, R"pb(               "
+             attr {
+               key: "T"
+               value { type: DT_FLOAT }
+             }
+           }
+                              node {
+             name: "delta"
+             op: "Const"
+             device: ")pb",
+      w, R"pb("
+              attr {
+                key: "dtype"
+                value { type: DT_FLOAT }
+              }
+              attr { key: "value"
+                     value { tensor { dtype: DT_FLOAT
+                                      tensor_shape {}
+                                      float_val:)pb",
+      task == 0 ? 1 : 10, R"pb(}
+                               }
+             }
+           }
+           node {
+             name: "step"
+             op: "AssignAdd"
+             input: "w"
+             input: "delta"
+             device: ")pb",
+      ps, R"pb(               "
+             attr {
+               key: "T"
+               value { type: DT_FLOAT }
+             }
+           })pb");
+  GraphDef g;
+  EXPECT_OK(ParseGraphDefText(text, &g));
+  SessionOptions o;
+  o.target = target;
+  o.config.set_operation_timeout_in_ms(20000);
+  auto s = NewGrpcSession(o);
+  EXPECT_OK(s.status());
+  if (!s.ok()) return nullptr;
+  EXPECT_OK((*s)->Create(g));
+  return std::move(*s);
+}
+
+float Step(Session* s) {
+  std::vector<Tensor> out;
+  Status st = s->Run({}, {"step"}, {}, &out);
+  EXPECT_OK(st);
+  return st.ok() ? out[0].scalar<float>() : -1.f;
+}
+
+TEST(DistributedProcessTest,
+     AsyncTrainingGoesOnWithoutAKilledWorkerThatRejoins) {
+  auto cluster =
+      LocalClusterProcesses::Create(RUNNEL_BINARY, {{"ps", 1}, {"worker", 2}});
+  ASSERT_OK(cluster.status());
+  auto chief = OpenWorker((*cluster)->target("worker", 0), 0);
+  auto other = OpenWorker((*cluster)->target("worker", 1), 1);
+  ASSERT_NE(chief, nullptr);
+  ASSERT_NE(other, nullptr);
+  ASSERT_OK(chief->Run({}, {}, {"init"}, nullptr));
+  for (int i = 0; i < 5; ++i) {
+    Step(chief.get());
+    Step(other.get());
+  }
+  // Worker 1 dies: its client's steps fail, naming it, within the bound.
+  (*cluster)->Kill("worker", 1);
+  std::vector<Tensor> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = other->Run({}, {"step"}, {}, &out);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_LT(secs, 25.0);
+  // The chief and the PS go on: 3 + 5 * 1 + 5 * 10, then 10 more steps.
+  float w = 0;
+  for (int i = 0; i < 10; ++i) w = Step(chief.get());
+  EXPECT_EQ(w, 3 + 15 * 1 + 5 * 10);
+  // Worker 1 restarts and rejoins without initialising: it trains the
+  // PS's current w.
+  ASSERT_OK((*cluster)->Restart("worker", 1));
+  auto rejoined = OpenWorker((*cluster)->target("worker", 1), 1);
+  ASSERT_NE(rejoined, nullptr);
+  for (int i = 0; i < 3; ++i) w = Step(rejoined.get());
+  EXPECT_EQ(w, 68 + 30);
+  EXPECT_EQ(Step(chief.get()), 99);
+}
+
 }  // namespace
 }  // namespace runnel

@@ -87,6 +87,8 @@ class SyncReplicasOptimizer {
                   const Variable& global_step, Operation* train_op);
 
   // After ApplyGradients:
+  int replicas_to_aggregate() const { return replicas_to_aggregate_; }
+  int total_num_replicas() const { return total_num_replicas_; }
   const Variable& local_step() const { return local_step_; }
   // Assigns the global step to this worker's local step (non-chiefs run it
   // once before training).
