@@ -15,26 +15,32 @@
 //  * A "worker" task starts its Server too, builds the model under a
 //    ReplicaDeviceSetter (variables round-robin over the PS tasks, the rest
 //    on itself) and opens its session on its own server's master.
-//  * Worker 0 is the chief: it initialises the variables (or restores
-//    --checkpoint_dir's latest checkpoint); the others wait (bounded, 120 s)
-//    until the global step can be read.
-//  * Each worker trains on its share of every epoch: batch b of the epoch's
+//  * The session is a training::MonitoredTrainingSession: worker 0 is the
+//    chief, which initialises the variables (or restores --checkpoint_dir's
+//    latest checkpoint, and saves every --save_every global steps); the
+//    others wait (bounded, 120 s) until the model is initialised.
+//  * Each worker trains on its share of the data: batch b of an epoch's
 //    shuffled order (the same order in every worker, from --seed) belongs
-//    to worker b mod num_workers.
+//    to worker b mod num_workers, cycling epochs until the global step
+//    reaches epochs x batches (--max_steps: max_steps x workers) updates
+//    (StopAtStepHook), so the job does as many updates as one process.
+//  * A resumed run goes on from the restored global step to the same
+//    target, so a job restarted after a failure (a killed PS: every
+//    worker's step fails naming it) loses at most the steps since the last
+//    checkpoint.
 //  * Asynchronous (default): every worker's step updates the variables on
-//    the PS at once. The chief then waits (bounded) until the global step
-//    counts every worker's steps, and evaluates.
+//    the PS at once.
 //  * --sync_replicas: SyncReplicasOptimizer; each update applies the mean of
 //    the first --replicas_to_aggregate (default: all workers) gradients of a
 //    step; more workers than that are backups. The workers are coupled by
 //    the token queue (a fast worker may contribute two gradients to one
-//    update, as in TF), so they cannot each stop after a share: they cycle
-//    the data until the chief sees the global step reach epochs x batches /
-//    replicas_to_aggregate (TF's StopAtStepHook). The chief then closes the
-//    token queue: the other workers' next (or blocked) step ends with
-//    OutOfRange, which ends their training. Every synchronous step is
-//    bounded (120 s), so a dead chief cannot leave a worker waiting.
-//  * --max_steps bounds each worker's steps; --straggler_ms makes every
+//    update, as in TF), so they cannot each stop after a share of their
+//    own; the target is divided by replicas_to_aggregate. When the chief
+//    stops it closes the token queue (SyncReplicasHook): the other workers'
+//    next (or blocked) step ends with OutOfRange, which ends their training.
+//    Every synchronous step is bounded (120 s), so a dead chief cannot leave
+//    a worker waiting.
+//  * --straggler_ms makes every
 //    worker a straggler now and then (before 1 in 4 steps it sleeps a
 //    random 0-3x that long), for the backup-worker experiment.
 //  * Each worker prints its throughput; the chief prints the test accuracy.
@@ -55,6 +61,7 @@
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/distributed/server.h"
 #include "runnel/training/device_setter.h"
+#include "runnel/training/monitored_session.h"
 #include "runnel/training/sync_replicas_optimizer.h"
 
 namespace runnel::examples {
@@ -172,74 +179,55 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   const int n = static_cast<int>(train->labels.NumElements());
   const int workers = ctx->num_workers;
   const bool chief = ctx->is_chief();
+  const int steps = (n + flags.batch_size - 1) / flags.batch_size;
 
-  Operation init = training::GlobalVariablesInitializer(root);
+  // Every worker trains until the global step reaches the target
+  // (StopAtStepHook, as TF's), cycling its share of the data: epochs x
+  // batches updates (asynchronous), or that / replicas_to_aggregate
+  // synchronous updates. Synchronous workers must stop on the global step:
+  // the token queue couples them (a fast worker may give two gradients to
+  // one update), so per-worker shares could leave one waiting for ever.
+  int64_t target = static_cast<int64_t>(flags.epochs) * steps;
+  if (flags.max_steps > 0) {
+    target = std::min<int64_t>(target, int64_t{flags.max_steps} * workers);
+  }
+  if (sync != nullptr) target /= sync->replicas_to_aggregate();
+
+  // The session: initialisation or restore (chief), the bounded wait for
+  // it (others), the sync replicas' start-up and shutdown, checkpoints.
+  training::StopAtStepHook stop(target);
+  std::unique_ptr<training::SyncReplicasHook> sync_hook;
+  training::MonitoredTrainingSessionOptions o;
+  o.session.target = ctx->server->target();
+  o.is_chief = chief;
+  if (chief) {
+    o.checkpoint_dir = flags.checkpoint_dir;
+    o.save_checkpoint_steps = flags.save_every;
+  }
+  o.hooks = {&stop};
+  if (sync != nullptr) {
+    sync_hook = std::make_unique<training::SyncReplicasHook>(sync, chief);
+    o.hooks = {sync_hook.get(), &stop};
+    o.step_timeout_ms = 120000;  // A dead chief cannot leave us waiting.
+  }
+  Die(root.status(), "building the model");
+  auto mts = training::MonitoredTrainingSession::Create(root, o);
+  Die(mts.status(), "creating the session");
+  ClientSession& session = *(*mts)->raw_session();
   Output global_step;
   for (const training::Variable& v : training::GlobalVariables(root)) {
     if (v.name() == "global_step") global_step = v.value();
   }
-  Operation init_tokens, close_tokens;
-  std::unique_ptr<QueueRunner> chief_runner;
-  if (sync != nullptr && chief) {
-    StatusOr<Operation> tokens = sync->GetInitTokensOp(root);
-    Die(tokens.status(), "the initial tokens");
-    init_tokens = *tokens;
-    close_tokens =
-        ops::QueueCloseV2(root.ColocateWith(sync->sync_token_queue()),
-                          sync->sync_token_queue(),
-                          ops::QueueCloseV2::CancelPendingEnqueues(true))
-            .operation;
-    auto runner = sync->MakeChiefQueueRunner(root);
-    Die(runner.status(), "the chief's queue runner");
-    chief_runner = std::move(*runner);
-  }
-  std::unique_ptr<training::Saver> saver;
-  if (chief && !flags.checkpoint_dir.empty()) {
-    saver = std::make_unique<training::Saver>(root);
-    Die(saver->status(), "building the saver");
-  }
-  Die(root.status(), "building the model");
-  SessionOptions options;
-  options.target = ctx->server->target();
-  ClientSession session(root, options);
   std::vector<Tensor> out;
-
-  if (chief) {
-    std::optional<std::string> latest;
-    if (saver != nullptr) {
-      StatusOr<std::string> l =
-          training::LatestCheckpoint(flags.checkpoint_dir);
-      if (l.ok()) latest = *l;
-    }
-    if (latest.has_value()) {
-      Die(saver->Restore(&session, *latest), "restoring the checkpoint");
-      std::printf("restored %s\n", latest->c_str());
-    } else {
-      Die(session.Run({}, {}, {init}, &out), "initialising");
-    }
-  } else {
-    // Wait for the chief's initialisation: the global step becomes readable.
-    Status s;
-    for (int i = 0; i < 240; ++i) {
-      s = session.Run({global_step}, &out);
-      if (s.ok()) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    Die(s, "waiting 120 s for the chief to initialise the variables");
-  }
-  Coordinator coord;
-  if (sync != nullptr) {
-    if (chief) {
-      Die(session.Run({}, {}, {sync->chief_init_op(), init_tokens}, &out),
-          "initialising the synchronous replicas");
-      Die(chief_runner->Start(&session, &coord), "starting the sync thread");
-    } else {
-      Die(session.Run({}, {}, {sync->local_step_init_op()}, &out),
-          "initialising the local step");
-    }
+  // A resumed run (the chief restored a checkpoint) goes on from its global
+  // step to the same target.
+  Die(session.Run({global_step}, &out), "reading the global step");
+  const int64_t start_step = out[0].scalar<int64_t>();
+  if (start_step > 0) {
+    std::printf("worker %d: resuming at global step %lld\n", ctx->task,
+                static_cast<long long>(start_step));
   }
 
-  const int steps = (n + flags.batch_size - 1) / flags.batch_size;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 rng(flags.seed);
@@ -252,24 +240,12 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   int64_t first_update = -1;  // The global step after 20 steps (chief).
   double first_update_time = 0;
   bool finished = false;
-  // Asynchronous: each worker does its share of every epoch. Synchronous:
-  // the workers are coupled by the tokens, so they stop together on the
-  // global step (TF's StopAtStepHook): every batch of an update counts, so
-  // the run ends after target / replicas_to_aggregate updates.
-  int64_t target = static_cast<int64_t>(flags.epochs) * steps;
-  if (flags.max_steps > 0) {
-    target = std::min<int64_t>(target, int64_t{flags.max_steps} * workers);
-  }
-  if (sync != nullptr) target /= sync->replicas_to_aggregate();
-  RunOptions step_options;
-  if (sync != nullptr) step_options.set_timeout_in_ms(120000);  // Bounded.
-  for (int epoch = 1; !finished && (sync != nullptr || epoch <= flags.epochs);
-       ++epoch) {
+  for (int epoch = 1; !finished; ++epoch) {
     std::shuffle(order.begin(), order.end(), rng);
     double loss_sum = 0;
     int epoch_steps = 0;
     for (int b = ctx->task; b < steps; b += workers) {
-      if (sync == nullptr && flags.max_steps > 0 && ran >= flags.max_steps) {
+      if ((*mts)->ShouldStop()) {
         finished = true;
         break;
       }
@@ -287,23 +263,18 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
         std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(
             3 * flags.straggler_ms * uniform(straggle_rng)));
       }
-      Status s = session.Run(
-          step_options, {{model.images, x}, {model.labels, y}},
-          {model.loss, global_step}, {model.train_op}, &out, nullptr);
+      Die((*mts)->Run({{model.images, x}, {model.labels, y}}, {model.loss},
+                      {model.train_op}, &out),
+          "training step");
       step_ms.push_back(1e3 * (Now() - step_start));
-      if (sync != nullptr && absl::IsOutOfRange(s)) {
-        finished = true;  // The chief closed the token queue: training ended.
+      if (out.empty()) {  // OutOfRange: the chief closed the token queue.
+        finished = true;
         break;
       }
-      Die(s, "training step");
       loss_sum += out[0].scalar<float>();
       ++epoch_steps;
       ++ran;
       examples += end - begin;
-      if (sync != nullptr && chief && out[1].scalar<int64_t>() >= target) {
-        finished = true;
-        break;
-      }
     }
     if (epoch_steps > 0) {
       std::printf("worker %d epoch %d: %d steps, mean loss %.4f\n", ctx->task,
@@ -315,6 +286,7 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   std::printf("worker %d: %lld steps, %.0f examples/s, %.1fs\n", ctx->task,
               static_cast<long long>(ran), examples / std::max(train_s, 1e-9),
               train_s);
+  std::fflush(stdout);
   if (step_ms.size() > 40) {
     // The median after 20 warm-up steps, as the benchmarks report it.
     std::vector<double> t(step_ms.begin() + 20, step_ms.end());
@@ -322,19 +294,9 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
     std::printf("worker %d: median step time %.2f ms (steps 21-%zu)\n",
                 ctx->task, t[t.size() / 2], step_ms.size());
   }
-  if (!chief) return 0;
-
-  if (sync != nullptr) {
-    // Release the other workers, then stop the sync thread.
-    Die(session.Run({}, {}, {close_tokens}, &out), "closing the token queue");
-    coord.RequestStop();
-  } else {
-    // Wait (bounded) for the other workers' steps to reach the PS.
-    for (int i = 0; i < 6000; ++i) {
-      Die(session.Run({global_step}, &out), "reading the global step");
-      if (out[0].scalar<int64_t>() >= target) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+  if (!chief) {
+    Die((*mts)->Close(), "closing the session");
+    return 0;
   }
   Die(session.Run({global_step}, &out), "reading the global step");
   const int64_t done = out[0].scalar<int64_t>();
@@ -342,21 +304,14 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
     std::printf("updates: %.1f per second after the first 20 steps\n",
                 (done - first_update) / (Now() - first_update_time));
   }
-  if (saver != nullptr) {
-    std::filesystem::create_directories(flags.checkpoint_dir);
-    Die(saver->Save(&session, flags.checkpoint_dir + "/model.ckpt", done)
-            .status(),
-        "saving a checkpoint");
-  }
   const double accuracy = Evaluate(session, model, *test);
   std::printf("global step %lld\n", static_cast<long long>(done));
   std::printf("test accuracy: %.2f%%\n", 100 * accuracy);
   std::printf("training time: %.1fs (%d epochs, %d workers, %s)\n", train_s,
               flags.epochs, workers, sync != nullptr ? "sync" : "async");
-  if (chief_runner != nullptr) {
-    Die(session.session()->Close(), "closing the session");
-    chief_runner->Join().IgnoreError();
-  }
+  // Saves the last checkpoint, releases the other workers (sync), stops
+  // the sync thread.
+  Die((*mts)->Close(), "closing the session");
   return 0;
 }
 

@@ -133,7 +133,11 @@ Status MonitoredTrainingSession::Run(const ClientSession::FeedType& feeds,
   const bool track_step = global_step_.node() != nullptr;
   if (track_step) all.push_back(global_step_);
   std::vector<Tensor> values;
-  Status s = session_->Run(RunOptions(), feeds, all, targets, &values, nullptr);
+  RunOptions run_options;
+  if (options_.step_timeout_ms > 0) {
+    run_options.set_timeout_in_ms(options_.step_timeout_ms);
+  }
+  Status s = session_->Run(run_options, feeds, all, targets, &values, nullptr);
   if (absl::IsOutOfRange(s)) {  // An input (or the token queue) ran out.
     stop_ = true;
     if (outputs != nullptr) outputs->clear();

@@ -98,6 +98,7 @@ struct MonitoredTrainingSessionOptions {
   std::string checkpoint_dir;
   int64_t save_checkpoint_steps = 0;  // 0: only at Close.
   int wait_for_init_secs = 120;       // Non-chiefs.
+  int64_t step_timeout_ms = 0;        // Each Run's RunOptions; 0: none.
   std::vector<SessionRunHook*> hooks;
 };
 
