@@ -99,6 +99,22 @@ TEST(ScopeTest, DeviceFunctionsChooseDevicesAndColocationClearsThem) {
   EXPECT_EQ(e.node()->requested_device(), "/cpu:0");
 }
 
+TEST(ScopeTest, ReshapeOfAHugeKnownShapeIsAnErrorNotACrash) {
+  // 2^120 elements: the shape function must not assume it fits.
+  Scope root = Scope::NewRootScope();
+  const int64_t big = int64_t{1} << 40;
+  Output x = Placeholder(root, DT_FLOAT, PartialTensorShape({big, big, big}));
+  NodeBuilder c(root, "Const");
+  c.Attr("dtype", DT_INT32).Attr("value", Tensor::FromVector<int32_t>({-1}));
+  Operation shape;
+  ASSERT_OK(c.Finalize(&shape));
+  Build(root, "Reshape", {x, shape.output(0)},
+        {{"T", MakeAttrValue(DT_FLOAT)}});
+  EXPECT_EQ(root.status().code(), absl::StatusCode::kInvalidArgument)
+      << root.status();
+  EXPECT_THAT(root.status().message(), HasSubstr("too many elements"));
+}
+
 TEST(ScopeTest, UniqueNamesAvoidNodesMadeOutsideTheScope) {
   Scope root = Scope::NewRootScope();
   Operation op;

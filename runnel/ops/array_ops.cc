@@ -461,7 +461,9 @@ Status ReshapeShape(InferenceContext* c) {
   if (c->GetConstInts(1, &dims)) {
     const PartialTensorShape& in = c->input(0);
     if (in.IsFullyDefined()) {
-      auto shape = ResolveReshape(*in.AsTensorShape(), dims);
+      StatusOr<TensorShape> full = in.AsTensorShape();  // May overflow.
+      if (!full.ok()) return errors::Prefix(full.status(), c->ErrorPrefix());
+      auto shape = ResolveReshape(*full, dims);
       if (!shape.ok()) return errors::Prefix(shape.status(), c->ErrorPrefix());
       c->set_output(0, *shape);
       return absl::OkStatus();

@@ -970,10 +970,13 @@ class TensorArrayGatherV3Kernel : public OpKernel {
                       ": gathering no elements needs a fully defined element "
                       "shape, but it is ",
                       element_shape.DebugString()));
-      TensorShape shape = *element_shape.AsTensorShape();
-      shape.InsertDim(0, 0);
+      // [0, element shape...]: empty however large the element shape.
+      std::vector<int64_t> dims = {0};
+      for (int64_t d : element_shape.dim_sizes()) dims.push_back(d);
+      StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
+      OP_REQUIRES_OK(ctx, shape.status());
       Tensor* out;
-      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
       return;
     }
     std::vector<Tensor> values;
@@ -1140,9 +1143,12 @@ class TensorArrayConcatV3Kernel : public OpKernel {
                       " is not fully defined. Currently only static shapes "
                       "are supported when concatenating zero-size "
                       "TensorArrays."));
-      TensorShape shape = *element_shape_except0_.AsTensorShape();
-      shape.InsertDim(0, 0);
-      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+      // [0, element_shape_except0...]: empty however large the rest.
+      std::vector<int64_t> dims = {0};
+      for (int64_t d : element_shape_except0_.dim_sizes()) dims.push_back(d);
+      StatusOr<TensorShape> shape = TensorShape::FromDims(dims);
+      OP_REQUIRES_OK(ctx, shape.status());
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
       OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({0}), &lengths));
       return;
     }
