@@ -45,6 +45,7 @@
 #include <list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -638,8 +639,9 @@ Status LookupAccumulator(OpKernelContext* ctx, Accumulator** acc) {
   }
   std::string container, name;
   {
-    absl::Mutex* mu = ctx->input_ref_mutex(0);
-    absl::MutexLock l(mu);
+    absl::Mutex* mu = ctx->input_ref_mutex(0);  // Null for a non-ref input.
+    std::optional<absl::MutexLock> l;
+    if (mu != nullptr) l.emplace(mu);
     const Tensor& t = ctx->input(0);
     if (t.dtype() != DT_STRING || t.NumElements() != 2) {
       return errors::InvalidArgument(
