@@ -871,6 +871,12 @@ REGISTER_OP("SparseAccumulatorApplyGradient")
         "gradient_values: the rows.\n"
         "gradient_shape: the dense shape (read when has_known_shape)."));
 
+// The average's shape is the accumulator's, which the graph does not know.
+Status TakeGradientShape(InferenceContext* c) {
+  RETURN_IF_ERROR(ScalarInput1(c));
+  return shape_fns::UnknownShape(c);
+}
+
 constexpr char kTakeDoc[] =
     "Waits until the accumulator holds at least num_required gradients, "
     "then returns their mean (or sum), empties it and adds one to its "
@@ -882,10 +888,7 @@ REGISTER_OP("AccumulatorTakeGradient")
     .Output("average: dtype")
     .Attr("dtype: numbertype")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) -> Status {
-      RETURN_IF_ERROR(ScalarInput1(c));
-      return shape_fns::UnknownShape(c);
-    })
+    .SetShapeFn(TakeGradientShape)
     .Doc(kTakeDoc);
 REGISTER_OP("ResourceAccumulatorTakeGradient")
     .Input("handle: resource")
@@ -893,10 +896,7 @@ REGISTER_OP("ResourceAccumulatorTakeGradient")
     .Output("average: dtype")
     .Attr("dtype: numbertype")
     .SetIsStateful()
-    .SetShapeFn([](InferenceContext* c) -> Status {
-      RETURN_IF_ERROR(ScalarInput1(c));
-      return shape_fns::UnknownShape(c);
-    })
+    .SetShapeFn(TakeGradientShape)
     .Doc(kTakeDoc);
 REGISTER_OP("SparseAccumulatorTakeGradient")
     .Input("handle: Ref(string)")
