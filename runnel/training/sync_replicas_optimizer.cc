@@ -102,7 +102,16 @@ Status SyncReplicasOptimizer::ApplyGradients(
                        .WithNoControlDependencies();
 
   // This worker's local step, on the scope's device.
-  local_step_ = Variable(scope.WithNoControlDependencies().ClearColocation(),
+  // As TF, colocated with a NoOp made in the scope: a device function
+  // (ReplicaDeviceSetter) would put a variable on a PS task, where every
+  // worker's local step would be one variable.
+  Operation anchor;
+  scope.UpdateStatus(
+      AddNodeToScope(scope.WithNoControlDependencies().ClearColocation(),
+                     scope.GetUniqueNameForOp("sync_rep_local_step_anchor"),
+                     "NoOp", {}, {}, {}, &anchor));
+  RETURN_IF_ERROR(scope.status());
+  local_step_ = Variable(scope.WithNoControlDependencies().ColocateWith(anchor),
                          "sync_rep_local_step", TensorShape({}),
                          Initializer::Zeros(), step_type, /*trainable=*/false);
   RETURN_IF_ERROR(scope.status());

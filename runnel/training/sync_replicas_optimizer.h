@@ -18,7 +18,8 @@
 //   // Then every worker loops: session.Run({}, {}, {train_op}, nullptr);
 //
 // Note [Sync replicas graph]. ApplyGradients builds, as TF does:
-//  * "sync_rep_local_step": a variable on this worker (the scope's device)
+//  * "sync_rep_local_step": a variable on this worker (colocated with a
+//    NoOp made in the scope, so a ReplicaDeviceSetter puts it on the worker)
 //    holding the global step this worker's gradients were computed at;
 //    local_step_init_op() assigns the global step to it.
 //  * per variable, on the variable's device: an accumulator

@@ -18,6 +18,7 @@
 #include "runnel/graph/gradients.h"
 #include "runnel/ops/ops_gen.h"
 #include "runnel/training/coordinator.h"
+#include "runnel/training/device_setter.h"
 #include "testing/local_cluster.h"
 #include "testing/op_test_util.h"
 
@@ -226,6 +227,35 @@ TEST(SyncReplicasOptimizerTest, ThreeWorkersOneBackup) {
   EXPECT_EQ(w1.GlobalStep(), 2);
   EXPECT_NEAR(w1.Scalar<float>(w1.v0), -0.6 - (0.1 + 0.3) / 2 * 2.0, 1e-6);
   EXPECT_NEAR(w1.Scalar<float>(w1.v1), -1.2 - (0.9 + 1.1) / 2 * 2.0, 1e-6);
+}
+
+TEST(SyncReplicasOptimizerTest, UnderAReplicaDeviceSetterTheLocalStepIsLocal) {
+  Scope root = Scope::NewRootScope();
+  ReplicaDeviceSetterOptions o;
+  o.ps_tasks = 2;
+  o.worker_device = "/job:worker/task:1";
+  auto setter = ReplicaDeviceSetter(o);
+  ASSERT_OK(setter.status());
+  const Scope s = root.WithDeviceFunction(*setter);
+  Variable gs = CreateGlobalStep(s);
+  Variable v(s, "v", TensorShape({}), Initializer::Zeros());
+  GradientDescentOptimizer sgd(0.1);
+  SyncReplicasOptimizer sync(&sgd, 2);
+  Operation train;
+  ASSERT_OK(sync.ApplyGradients(s, {{ops::Const(s, 1.f), v}}, gs, &train));
+  EXPECT_EQ(gs.handle().node()->requested_device(), "/job:ps/task:0");
+  // The local step is colocated with an anchor on the worker, not on a PS.
+  const Node* local = sync.local_step().handle().node();
+  EXPECT_EQ(local->requested_device(), "");
+  std::vector<std::string> classes;
+  ASSERT_OK(GetAttr(local->attrs(), "_class", &classes));
+  ASSERT_EQ(classes.size(), 1u);
+  const Node* anchor = nullptr;
+  for (const Node* n : root.graph()->nodes()) {
+    if (n != nullptr && "loc:@" + n->name() == classes[0]) anchor = n;
+  }
+  ASSERT_NE(anchor, nullptr) << classes[0];
+  EXPECT_EQ(anchor->requested_device(), "/job:worker/task:1");
 }
 
 TEST(SyncReplicasOptimizerTest, BadArgumentsAreInvalidArgument) {
