@@ -1101,7 +1101,6 @@ class SparseSegmentGradKernel : public OpKernel {
     const std::vector<int64_t> ids = ReadInts(segment_ids);
     const int64_t n = static_cast<int64_t>(idx.size());
     const int64_t segments = grad.dim_size(0);
-    std::vector<int64_t> counts(segments, 0);
     for (int64_t i = 0; i < n; ++i) {
       OP_REQUIRES(
           ctx, idx[i] >= 0 && idx[i] < dim0,
@@ -1111,7 +1110,6 @@ class SparseSegmentGradKernel : public OpKernel {
                   errors::InvalidArgument("segment_ids[", i, "] = ", ids[i],
                                           " is not in [0, ", segments,
                                           ") (grad.shape[0])"));
-      ++counts[ids[i]];
     }
     const TensorShape tail = Tail(grad.shape(), 1);
     auto out_shape = RowsThen(dim0, tail);
@@ -1121,7 +1119,11 @@ class SparseSegmentGradKernel : public OpKernel {
     T* o = out->data<T>();
     std::fill_n(o, out->NumElements(), T(0));
     const int64_t inner = tail.num_elements();
+    // Only now is grad known to hold data, so `segments` rows are real (an
+    // empty grad of shape [2^40, 0] must not size the counts).
     if (n == 0 || inner == 0) return;
+    std::vector<int64_t> counts(segments, 0);
+    for (int64_t i = 0; i < n; ++i) ++counts[ids[i]];
     std::vector<T> scale(segments);
     for (int64_t s = 0; s < segments; ++s) {
       scale[s] = static_cast<T>(SegmentScale<kR>(counts[s]));
