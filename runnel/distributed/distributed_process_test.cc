@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/substitute.h"
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/graph/graph_def.h"
 #include "testing/local_cluster.h"
@@ -216,75 +217,27 @@ TEST(DistributedProcessTest, AWorkerKilledMidStepFailsTheStep) {
 // adds 10). A killed worker fails only its own client's steps; the chief and
 // the PS go on, and the restarted worker rejoins with the PS's current w.
 std::unique_ptr<Session> OpenWorker(const std::string& target, int task) {
-  const std::string ps = "/job:ps/replica:0/task:0/device:CPU:0";
-  const std::string w =
-      absl::StrCat("/job:worker/replica:0/task:", task, "/device:CPU:0");
-  const std::string text = absl::StrCat(
-      R"pb(node { name: "w" op: "VariableV2" device: ")pb", ps, R"pb(                                                                     "
-             attr {
-               key: "dtype"
-               value { type: DT_FLOAT }
-             }
-             attr {
-               key: "shape"
-               value { shape {} }
-             }
-           }
-                                                                                                                                          node {
-             name: "w0"
-             op: "Const"
-             device: ")pb",
-      ps, R"pb(               "
-             attr {
-               key: "dtype"
-               value { type: DT_FLOAT }
-             }
-             attr {
-               key: "value"
-               value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 3 } }
-             }
-           }
-                              node {
-             name: "init"
-             op: "Assign"
-             input: "w"
-             input: "w0"
-             device: ")pb",
-      ps, R"pb(               "
-             attr {
-               key: "T"
-               value { type: DT_FLOAT }
-             }
-           }
-                              node {
-             name: "delta"
-             op: "Const"
-             device: ")pb",
-      w, R"pb("
-              attr {
-                key: "dtype"
-                value { type: DT_FLOAT }
-              }
-              attr { key: "value"
-                     value { tensor { dtype: DT_FLOAT
-                                      tensor_shape {}
-                                      float_val:)pb",
-      task == 0 ? 1 : 10, R"pb(}
-                               }
-             }
-           }
-           node {
-             name: "step"
-             op: "AssignAdd"
-             input: "w"
-             input: "delta"
-             device: ")pb",
-      ps, R"pb(               "
-             attr {
-               key: "T"
-               value { type: DT_FLOAT }
-             }
-           })pb");
+  const std::string text = absl::Substitute(
+      R"gd(
+node { name: "w" op: "VariableV2" device: "$0"
+       attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape {} } } }
+node { name: "w0" op: "Const" device: "$0"
+       attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {}
+                                            float_val: 3 } } } }
+node { name: "init" op: "Assign" input: "w" input: "w0" device: "$0"
+       attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "delta" op: "Const" device: "$1"
+       attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {}
+                                            float_val: $2 } } } }
+node { name: "step" op: "AssignAdd" input: "w" input: "delta" device: "$0"
+       attr { key: "T" value { type: DT_FLOAT } } }
+)gd",
+      "/job:ps/replica:0/task:0/device:CPU:0",
+      absl::StrCat("/job:worker/replica:0/task:", task, "/device:CPU:0"),
+      task == 0 ? 1 : 10);
   GraphDef g;
   EXPECT_OK(ParseGraphDefText(text, &g));
   SessionOptions o;
