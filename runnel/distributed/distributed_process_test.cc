@@ -95,9 +95,10 @@ const char kGraph[] = R"pb(
   }
 )pb";
 
-std::unique_ptr<Session> Open(const std::string& target) {
+std::unique_ptr<Session> Open(const std::string& target,
+                              const std::string& graph = kGraph) {
   GraphDef g;
-  EXPECT_OK(ParseGraphDefText(kGraph, &g));
+  EXPECT_OK(ParseGraphDefText(graph, &g));
   SessionOptions o;
   o.target = target;
   o.config.set_operation_timeout_in_ms(20000);
@@ -238,16 +239,7 @@ node { name: "step" op: "AssignAdd" input: "w" input: "delta" device: "$0"
       "/job:ps/replica:0/task:0/device:CPU:0",
       absl::StrCat("/job:worker/replica:0/task:", task, "/device:CPU:0"),
       task == 0 ? 1 : 10);
-  GraphDef g;
-  EXPECT_OK(ParseGraphDefText(text, &g));
-  SessionOptions o;
-  o.target = target;
-  o.config.set_operation_timeout_in_ms(20000);
-  auto s = NewGrpcSession(o);
-  EXPECT_OK(s.status());
-  if (!s.ok()) return nullptr;
-  EXPECT_OK((*s)->Create(g));
-  return std::move(*s);
+  return Open(target, text);
 }
 
 float Step(Session* s) {
