@@ -7,6 +7,7 @@
 //                    [--max_graph_bytes N] [--memory_limit_mb N]
 //                    [--device_count TYPE=N]... [--soft_placement]
 //                    [--log_device_placement] [--partition_graphs DIR]
+//                    [--placement colocate_with_inputs|greedy_cost_model]
 //                    [--master grpc://HOST:PORT [--tls_cert F --tls_key F
 //                    --tls_ca F]]
 //   runnel inspect GRAPH [--max_graph_bytes N]
@@ -47,7 +48,10 @@
 // does not exist run elsewhere; --log_device_placement prints each node's
 // device on stderr in TensorFlow's format ("name: (Op): /job:..."); and
 // --partition_graphs DIR writes each device's graph of the last step as
-// DIR/partition_<i>.pbtxt.
+// DIR/partition_<i>.pbtxt. --placement greedy_cost_model places the nodes
+// that no device constraint pins with the whitepaper's greedy cost model
+// (GraphOptions.runnel_placement_strategy; runtime/placement_cost_model.h)
+// instead of TF's follow-the-input rule.
 //
 // Clusters: --master grpc://HOST:PORT runs the graph on the cluster whose
 // task serves that address (a `runnel server`); its nodes' devices may name
@@ -96,6 +100,7 @@ int Usage() {
          "[--max_graph_bytes N] [--memory_limit_mb N]\n"
          "             [--device_count TYPE=N]... [--soft_placement] "
          "[--log_device_placement] [--partition_graphs DIR]\n"
+         "             [--placement colocate_with_inputs|greedy_cost_model]\n"
          "             [--master grpc://HOST:PORT [--tls_cert F --tls_key "
          "F --tls_ca F]]\n"
          "  runnel inspect GRAPH [--max_graph_bytes N]\n"
@@ -307,6 +312,8 @@ int Run(const std::vector<std::string>& args) {
       tls_ca = v;
     } else if (a == "--partition_graphs" && value(&v)) {
       partition_dir = v;
+    } else if (a == "--placement" && value(&v)) {
+      config.mutable_graph_options()->set_runnel_placement_strategy(v);
     } else if (a == "--device_count" && value(&v)) {
       const size_t eq = v.find('=');
       int32_t n = 0;

@@ -224,4 +224,40 @@ check "soft placement runs on one CPU" 'c (float []): 41' "$out"
 "$runnel" run "$tmp/two_devices.pbtxt" --device_count CPU >/dev/null 2>&1
 check "bad --device_count is a usage error" 2 "$?"
 
+# --placement greedy_cost_model: two independent 256x256 MatMuls that no
+# device constraint pins go to the two CPUs (TF's default rule keeps them on
+# CPU:0); the answer is the same.
+cat >"$tmp/branches.pbtxt" <<'PB'
+node { name: "x" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "y" op: "Placeholder" attr { key: "dtype" value { type: DT_FLOAT } } }
+node { name: "dims" op: "Const"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 256 int_val: 256 } } } }
+node { name: "fx" op: "Fill" input: "dims" input: "x"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "index_type" value { type: DT_INT32 } } }
+node { name: "fy" op: "Fill" input: "dims" input: "y"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "index_type" value { type: DT_INT32 } } }
+node { name: "mx" op: "MatMul" input: "fx" input: "fx" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "my" op: "MatMul" input: "fy" input: "fy" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "s" op: "AddV2" input: "mx" input: "my" attr { key: "T" value { type: DT_FLOAT } } }
+node { name: "axes" op: "Const"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 0 int_val: 1 } } } }
+node { name: "total" op: "Sum" input: "s" input: "axes"
+  attr { key: "T" value { type: DT_FLOAT } } attr { key: "Tidx" value { type: DT_INT32 } }
+  attr { key: "keep_dims" value { b: false } } }
+PB
+rm -rf "$tmp/greedy" "$tmp/plain"
+out=$("$runnel" run "$tmp/branches.pbtxt" --device_count CPU=2 --placement greedy_cost_model \
+      --feed x=1 --feed y=2 --fetch total --partition_graphs "$tmp/greedy")
+check "greedy placement computes 256*(1+4)*65536" 'total (float []): 83886080' "$out"
+check "greedy placement uses both CPUs" 2 "$(ls "$tmp/greedy" | grep -c '^partition_.*pbtxt$')"
+out=$("$runnel" run "$tmp/branches.pbtxt" --device_count CPU=2 \
+      --feed x=1 --feed y=2 --fetch total --partition_graphs "$tmp/plain")
+check "the default placement gives the same" 'total (float []): 83886080' "$out"
+check "and keeps one partition" 1 "$(ls "$tmp/plain" | grep -c '^partition_.*pbtxt$')"
+"$runnel" run "$tmp/branches.pbtxt" --placement fastest --feed x=1 --feed y=2 --fetch total >/dev/null 2>"$tmp/err.txt"
+check "an unknown --placement exits 1" 1 "$?"
+check "and names it" 1 "$(grep -c "runnel_placement_strategy 'fastest'" "$tmp/err.txt")"
+
 exit $fail

@@ -318,9 +318,7 @@ Status MasterSession::Extend(const GraphDef& graph, int64_t current_version,
 }
 
 Status MasterSession::PlaceNodes() {
-  PlacerOptions opts;
-  opts.allow_soft_placement = config_.allow_soft_placement();
-  opts.log_device_placement = config_.log_device_placement();
+  ASSIGN_OR_RETURN(const PlacerOptions opts, PlacerOptionsFromConfig(config_));
   RETURN_IF_ERROR(
       PlaceSessionGraph(opts, devices_, &graph_, &stateful_placements_));
   placed_ = true;
@@ -713,6 +711,7 @@ Status Master::CreateSession(const CreateSessionRequest& request,
                              CreateSessionResponse* response) {
   ConfigProto config = env_.server_def.default_session_config();
   config.MergeFrom(request.config());
+  RETURN_IF_ERROR(PlacerOptionsFromConfig(config).status());
   const std::string handle = absl::StrCat(absl::Hex(NewId(63)));
   auto session = std::make_shared<MasterSession>(handle, env_, config);
   Status s = session->Create(request.graph_def());

@@ -333,9 +333,8 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
 // Stateful nodes (variables, queues) keep the device they were first given,
 // since their state lives there.
 Status DirectSession::PlaceNodes(Graph* g) {
-  PlacerOptions opts;
-  opts.allow_soft_placement = options_.config.allow_soft_placement();
-  opts.log_device_placement = options_.config.log_device_placement();
+  ASSIGN_OR_RETURN(const PlacerOptions opts,
+                   PlacerOptionsFromConfig(options_.config));
   return PlaceSessionGraph(opts, device_mgr_->devices(), g,
                            &stateful_placements_);
 }
@@ -501,6 +500,7 @@ StatusOr<std::unique_ptr<Session>> NewSession(const SessionOptions& options) {
     }
     return factory(options);
   }
+  RETURN_IF_ERROR(PlacerOptionsFromConfig(options.config).status());
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceMgr> devices,
                    NewLocalDeviceMgr(options.config));
   return std::unique_ptr<Session>(

@@ -15,6 +15,7 @@
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/types.h"
 #include "runnel/graph/algorithm.h"
+#include "runnel/runtime/placement_cost_model.h"
 
 namespace runnel {
 namespace {
@@ -559,7 +560,7 @@ Status Placer::PlaceNodes() {
   for (Node* n : order) {
     Group& g = GroupOf(*n);
     if (g.device < 0) {
-      if (IsGenerator(*n) && g.candidates.size() > 1) {
+      if (!greedy && IsGenerator(*n) && g.candidates.size() > 1) {
         deferred.push_back(n);
         continue;
       }
@@ -620,6 +621,22 @@ Status PlaceGraph(const PlacerOptions& options,
   return absl::OkStatus();
 }
 
+StatusOr<PlacerOptions> PlacerOptionsFromConfig(const ConfigProto& config) {
+  PlacerOptions opts;
+  opts.allow_soft_placement = config.allow_soft_placement();
+  opts.log_device_placement = config.log_device_placement();
+  const std::string& strategy =
+      config.graph_options().runnel_placement_strategy();
+  if (strategy == "greedy_cost_model") {
+    opts.strategy = PlacementStrategy::kGreedyCostModel;
+  } else if (!strategy.empty() && strategy != "colocate_with_inputs") {
+    return errors::InvalidArgument(
+        "unknown graph_options.runnel_placement_strategy '", strategy,
+        "' (expected \"colocate_with_inputs\" or \"greedy_cost_model\")");
+  }
+  return opts;
+}
+
 Status PlaceSessionGraph(
     const PlacerOptions& options, const std::vector<Device*>& devices,
     Graph* graph, absl::flat_hash_map<std::string, std::string>* stateful) {
@@ -627,9 +644,14 @@ Status PlaceSessionGraph(
     auto it = stateful->find(n->name());
     n->set_assigned_device_name(it != stateful->end() ? it->second : "");
   }
+  PlacerOptions opts = options;
+  if (opts.strategy == PlacementStrategy::kGreedyCostModel &&
+      !opts.cost_model.compute_cost && !opts.cost_model.transfer_cost) {
+    opts.cost_model = ShapeCostModel(*graph);
+  }
   std::vector<std::string> log;
-  RETURN_IF_ERROR(PlaceGraph(options, devices, graph,
-                             options.log_device_placement ? &log : nullptr));
+  RETURN_IF_ERROR(PlaceGraph(opts, devices, graph,
+                             opts.log_device_placement ? &log : nullptr));
   for (const std::string& line : log) {
     std::fprintf(stderr, "%s\n", line.c_str());
   }

@@ -48,11 +48,14 @@
 //     _Arg and _Retval (feeds and fetches, runnel/graph/prune.h) have no
 //     requested device: _Retval follows its producer and _Arg its consumer
 //     when their kernels allow, else a device with their kernel (CPU).
-//  6. kGreedyCostModel replaces the input rule of 5 by the whitepaper's
-//     greedy heuristic: a simulated execution in topological order places
-//     each undecided group on the candidate where its first visited node
-//     would finish soonest, counting the device's queue, the node's cost on
-//     that device and the transfers its inputs would need.
+//  6. kGreedyCostModel replaces the rules of 5 by the whitepaper's greedy
+//     heuristic: a simulated execution in topological order (generators
+//     included, in their turn: their output sizes matter to it) places each
+//     undecided group on the candidate where its first visited node would
+//     finish soonest, counting the device's queue, the node's cost on that
+//     device and the transfers its inputs would need. Sessions select it
+//     with GraphOptions.runnel_placement_strategy = "greedy_cost_model" and
+//     estimate costs from the shape functions (placement_cost_model.h).
 //
 // Errors (all InvalidArgument, naming the node, its requested device and the
 // reason), with the graph left exactly as it was (no assignment changes):
@@ -86,6 +89,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "proto/config.pb.h"
 #include "runnel/base/status.h"
 #include "runnel/framework/device.h"
 #include "runnel/graph/graph.h"
@@ -137,12 +141,20 @@ Status PlaceGraph(const PlacerOptions& options,
                   const std::vector<Device*>& devices, Graph* graph,
                   std::vector<std::string>* log = nullptr);
 
+// The placer options a session's ConfigProto asks for: allow_soft_placement,
+// log_device_placement and graph_options.runnel_placement_strategy ("" or
+// "colocate_with_inputs", "greedy_cost_model"). InvalidArgument naming the
+// value for any other strategy.
+StatusOr<PlacerOptions> PlacerOptionsFromConfig(const ConfigProto& config);
+
 // PlaceGraph for a session's graph, whose stateful nodes (variables,
 // queues) must stay on the device their state lives on: a node named in
 // `*stateful` keeps that device, every other node is placed afresh, and
 // every stateful node's device is recorded in `*stateful` afterwards. The
-// log lines (log_device_placement) go to stderr. Used by DirectSession and
-// the distributed master alike.
+// log lines (log_device_placement) go to stderr. With kGreedyCostModel and
+// no cost functions set, the costs are ShapeCostModel(*graph)'s
+// (runtime/placement_cost_model.h). Used by DirectSession and the
+// distributed master alike.
 Status PlaceSessionGraph(
     const PlacerOptions& options, const std::vector<Device*>& devices,
     Graph* graph, absl::flat_hash_map<std::string, std::string>* stateful);
