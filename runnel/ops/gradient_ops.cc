@@ -3,11 +3,10 @@
 // StridedSlice and Slice), and UnsortedSegmentSum (the dense form of the
 // sparse gradient of Gather; Note [Sparse gradients] in
 // runnel/graph/gradients.h). Names, attrs and semantics follow TensorFlow;
-// each op's own gradient is registered beside it.
+// the ops' own gradients are in gradient_grad.cc.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -18,8 +17,6 @@
 #include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
-#include "runnel/graph/grad_helpers.h"
-#include "runnel/graph/gradients.h"
 
 namespace runnel {
 namespace {
@@ -45,7 +42,6 @@ REGISTER_OP("StopGradient")
 gradient flows back through it (its contribution to any gradient is zero).)doc");
 REGISTER_KERNEL_BUILDER(Name("StopGradient").Device(kDeviceCpu),
                         PassThroughKernel);
-REGISTER_NO_GRADIENT("StopGradient", "it marks a constant for differentiation");
 
 REGISTER_OP("PreventGradient")
     .Input("input: T")
@@ -59,16 +55,6 @@ Building a gradient through it is an InvalidArgument error that includes
 `message` (e.g. why the gradient would be wrong).)doc");
 REGISTER_KERNEL_BUILDER(Name("PreventGradient").Device(kDeviceCpu),
                         PassThroughKernel);
-
-Status PreventGradientGrad(const Scope& scope, const Operation& op,
-                           const std::vector<Output>& dy,
-                           std::vector<Output>* dx) {
-  std::string message;
-  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "message", &message));
-  return errors::InvalidArgument("Gradient explicitly disabled. Reason: ",
-                                 message, " (node '", op.name(), "')");
-}
-REGISTER_GRADIENT("PreventGradient", PreventGradientGrad);
 
 // ---------------------------------------------------------------------------
 // StridedSliceGrad: scatters dy into zeros of `shape` at the elements
@@ -330,24 +316,6 @@ REGISTER_STRIDED_SLICE_GRAD(int32_t);
 REGISTER_STRIDED_SLICE_GRAD(int64_t);
 #undef REGISTER_STRIDED_SLICE_GRAD
 
-// The gradient of a scatter is the matching gather: StridedSlice of the
-// incoming gradient.
-Status StridedSliceGradGrad(const Scope& scope, const Operation& op,
-                            const std::vector<Output>& dy,
-                            std::vector<Output>* dx) {
-  AttrMap attrs;
-  for (const char* a : {"begin_mask", "end_mask", "ellipsis_mask",
-                        "new_axis_mask", "shrink_axis_mask"}) {
-    attrs[a] = op.node()->attrs().at(a);
-  }
-  dx->assign(4, NoGradient());
-  dx->push_back(grad::MakeOp(scope, "StridedSlice",
-                             {dy[0], op.input(1), op.input(2), op.input(3)},
-                             attrs));
-  return scope.status();
-}
-REGISTER_GRADIENT("StridedSliceGrad", StridedSliceGradGrad);
-
 // ---------------------------------------------------------------------------
 // UnsortedSegmentSum: output[i, ...] = sum of data[j..., ...] over the j
 // with segment_ids[j...] == i.
@@ -485,33 +453,6 @@ REGISTER_SEGMENT_SUM_ALL(int32_t);
 REGISTER_SEGMENT_SUM_ALL(int64_t);
 #undef REGISTER_SEGMENT_SUM_ALL
 #undef REGISTER_SEGMENT_SUM
-
-// d data[j, ...] = dy[segment_ids[j], ...], or 0 where the id is negative
-// (TF's _GatherDropNegatives).
-Status UnsortedSegmentSumGrad(const Scope& scope, const Operation& op,
-                              const std::vector<Output>& dy,
-                              std::vector<Output>* dx) {
-  const Output ids = op.input(1);
-  const Output gathered =
-      grad::Gather(scope, dy[0], grad::Maximum(scope, ids, 0), 0);
-  // The mask has ids' shape; give it trailing 1s to broadcast over rows.
-  const Output ones = grad::Fill(
-      scope,
-      grad::Reshape(
-          scope,
-          grad::Sub(scope, grad::Rank(scope, gathered), grad::Rank(scope, ids)),
-          grad::Int32s(scope, {1})),
-      1);
-  const Output mask_shape =
-      grad::Concat(scope, {grad::Shape(scope, ids), ones}, 0);
-  const Output mask =
-      grad::Reshape(scope, grad::GreaterEqual(scope, ids, 0), mask_shape);
-  dx->push_back(grad::Where(scope, mask, gathered, 0));
-  dx->push_back(NoGradient());
-  dx->push_back(NoGradient());
-  return scope.status();
-}
-REGISTER_GRADIENT("UnsortedSegmentSum", UnsortedSegmentSumGrad);
 
 }  // namespace
 }  // namespace runnel

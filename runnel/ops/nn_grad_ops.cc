@@ -3,8 +3,7 @@
 // TanhGrad, SigmoidGrad, BiasAddGrad, L2Loss,
 // SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits.
 // Names, attrs and semantics follow TensorFlow. The gradients of these ops
-// (second derivatives, and the losses' first ones) are registered beside
-// them.
+// (second derivatives, and the losses' first ones) are in nn_grad_grad.cc.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -18,8 +17,6 @@
 #include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
-#include "runnel/graph/grad_helpers.h"
-#include "runnel/graph/gradients.h"
 
 namespace runnel {
 namespace {
@@ -170,72 +167,6 @@ REGISTER_BINARY_GRAD_KERNELS("SigmoidGrad", SigmoidGradBlock, 1);
 #undef REGISTER_BINARY_GRAD_KERNELS
 #undef REGISTER_BINARY_GRAD_OP
 
-// Second derivatives, as in TF: for b = ReluGrad(g, f), db/dg = (f > 0) and
-// nothing flows to f (the derivative is zero almost everywhere).
-Status ReluGradGrad(const Scope& scope, const Operation& op,
-                    const std::vector<Output>& dy, std::vector<Output>* dx) {
-  dx->push_back(grad::MakeOp(scope, "ReluGrad", {dy[0], op.input(1)}));
-  dx->push_back(NoGradient());
-  return scope.status();
-}
-REGISTER_GRADIENT("ReluGrad", ReluGradGrad);
-
-Status Relu6GradGrad(const Scope& scope, const Operation& op,
-                     const std::vector<Output>& dy, std::vector<Output>* dx) {
-  dx->push_back(grad::MakeOp(scope, "Relu6Grad", {dy[0], op.input(1)}));
-  dx->push_back(NoGradient());
-  return scope.status();
-}
-REGISTER_GRADIENT("Relu6Grad", Relu6GradGrad);
-
-// z = dy * (1 - y^2): dz/ddy = 1 - y^2 (TanhGrad(y, g)); dz/dy = -2 y dy.
-Status TanhGradGrad(const Scope& scope, const Operation& op,
-                    const std::vector<Output>& g, std::vector<Output>* dx) {
-  const Output y = op.input(0), dy = op.input(1);
-  dx->push_back(
-      grad::Mul(scope, grad::Mul(scope, g[0], -2), grad::Mul(scope, y, dy)));
-  dx->push_back(grad::MakeOp(scope, "TanhGrad", {y, g[0]}));
-  return scope.status();
-}
-REGISTER_GRADIENT("TanhGrad", TanhGradGrad);
-
-// z = dy * y * (1 - y): dz/ddy = y (1 - y) (SigmoidGrad(y, g));
-// dz/dy = dy (1 - 2y).
-Status SigmoidGradGrad(const Scope& scope, const Operation& op,
-                       const std::vector<Output>& g, std::vector<Output>* dx) {
-  const Output y = op.input(0), dy = op.input(1);
-  const Output one_minus_2y = grad::Sub(scope, 1, grad::Mul(scope, 2, y));
-  dx->push_back(grad::Mul(scope, g[0], grad::Mul(scope, dy, one_minus_2y)));
-  dx->push_back(grad::MakeOp(scope, "SigmoidGrad", {y, g[0]}));
-  return scope.status();
-}
-REGISTER_GRADIENT("SigmoidGrad", SigmoidGradGrad);
-
-// b = g * (y + 1) where y < 0, else g: db/dg is EluGrad(g', y); db/dy = g
-// where y < 0.
-Status EluGradGrad(const Scope& scope, const Operation& op,
-                   const std::vector<Output>& g, std::vector<Output>* dx) {
-  const Output dy = op.input(0), y = op.input(1);
-  dx->push_back(grad::MakeOp(scope, "EluGrad", {g[0], y}));
-  const Output neg = grad::MakeOp(scope, "Less", {y, 0});
-  dx->push_back(grad::Where(scope, neg, grad::Mul(scope, g[0], dy), 0));
-  return scope.status();
-}
-REGISTER_GRADIENT("EluGrad", EluGradGrad);
-
-// b = g * sigmoid(f): db/dg = sigmoid(f); db/df = g * s * (1 - s).
-Status SoftplusGradGrad(const Scope& scope, const Operation& op,
-                        const std::vector<Output>& gg,
-                        std::vector<Output>* dx) {
-  const Output g = op.input(0), f = op.input(1);
-  const Output s = grad::MakeOp(scope, "Sigmoid", {f});
-  dx->push_back(grad::Mul(scope, gg[0], s));
-  dx->push_back(
-      grad::MakeOp(scope, "SigmoidGrad", {s, grad::Mul(scope, gg[0], g)}));
-  return scope.status();
-}
-REGISTER_GRADIENT("SoftplusGrad", SoftplusGradGrad);
-
 // ---------------------------------------------------------------------------
 // BiasAddGrad: the sum of out_backprop over every dimension but the channel
 // one (the last for NHWC, dimension 1 for NCHW).
@@ -337,19 +268,6 @@ REGISTER_KERNEL_BUILDER(
     Name("BiasAddGrad").Device(kDeviceCpu).TypeConstraint<int64_t>("T"),
     BiasAddGradKernel<int64_t>);
 
-// d(BiasAddGrad(g))/dg broadcasts the channel gradient back: BiasAdd onto
-// zeros of g's shape.
-Status BiasAddGradGrad(const Scope& scope, const Operation& op,
-                       const std::vector<Output>& dy, std::vector<Output>* dx) {
-  std::string format;
-  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "data_format", &format));
-  dx->push_back(grad::MakeOp(scope, "BiasAdd",
-                             {grad::ZerosLike(scope, op.input(0)), dy[0]},
-                             {{"data_format", MakeAttrValue(format)}}));
-  return scope.status();
-}
-REGISTER_GRADIENT("BiasAddGrad", BiasAddGradGrad);
-
 // ---------------------------------------------------------------------------
 // L2Loss: sum(t ** 2) / 2.
 
@@ -397,14 +315,6 @@ REGISTER_KERNEL_BUILDER(
 REGISTER_KERNEL_BUILDER(
     Name("L2Loss").Device(kDeviceCpu).TypeConstraint<double>("T"),
     L2LossKernel<double>);
-
-// d/dt sum(t^2)/2 = t.
-Status L2LossGrad(const Scope& scope, const Operation& op,
-                  const std::vector<Output>& dy, std::vector<Output>* dx) {
-  dx->push_back(grad::Mul(scope, op.input(0), dy[0]));
-  return scope.status();
-}
-REGISTER_GRADIENT("L2Loss", L2LossGrad);
 
 // ---------------------------------------------------------------------------
 // Softmax cross entropy. For each row b of logits x and labels p:
@@ -529,50 +439,6 @@ REGISTER_KERNEL_BUILDER(Name("SoftmaxCrossEntropyWithLogits")
                             .TypeConstraint<double>("T"),
                         SoftmaxXentKernel<double>);
 
-// dloss[b] * backprop[b, :] (dloss broadcast along the classes).
-Output BroadcastMul(const Scope& s, const Output& vec, const Output& mat) {
-  return grad::Mul(s, grad::ExpandDims(s, vec, -1), mat);
-}
-
-// The part of the gradient that flows back through the `backprop` output
-// (second derivatives), as in TF: (gg - sum(gg * softmax)) * softmax, where
-// gg is the gradient of `backprop`. Null when gg is the walk's zero fill.
-Output XentBackpropTerm(const Scope& s, const Output& logits,
-                        const Output& gg) {
-  if (gg.node() == nullptr || gg.node()->type_string() == "ZerosLike") {
-    return Output();
-  }
-  const Output softmax = grad::MakeOp(s, "Softmax", {logits});
-  const Output dot = grad::Sum(s, grad::Mul(s, gg, softmax), -1, true);
-  return grad::Mul(s, grad::Sub(s, gg, dot), softmax);
-}
-
-// d loss / d features = backprop (for labels that sum to 1, as TF assumes);
-// d loss / d labels = -log_softmax(features). Through the backprop output
-// (softmax - labels), labels also get -gg, which TF leaves out. Both inputs
-// may have been broadcast, so each is reduced to its shape.
-Status SoftmaxXentGrad(const Scope& scope, const Operation& op,
-                       const std::vector<Output>& dy, std::vector<Output>* dx) {
-  const Output logits = op.input(0), labels = op.input(1);
-  Output d_logits = BroadcastMul(scope, dy[0], op.output(1));
-  Output d_labels = BroadcastMul(
-      scope, dy[0],
-      grad::Neg(scope, grad::MakeOp(scope, "LogSoftmax", {logits})));
-  if (Output extra = XentBackpropTerm(scope, logits, dy[1]); extra.node()) {
-    d_logits = grad::Add(scope, d_logits, extra);
-    d_labels = grad::Sub(scope, d_labels, dy[1]);
-  }
-  // d_logits and d_labels have the broadcast shape; reduce each input's.
-  std::vector<Output> reduced;
-  grad::ReduceForBroadcast(scope, logits, labels, d_logits, Output(), &reduced);
-  dx->push_back(reduced[0]);
-  reduced.clear();
-  grad::ReduceForBroadcast(scope, logits, labels, Output(), d_labels, &reduced);
-  dx->push_back(reduced[1]);
-  return scope.status();
-}
-REGISTER_GRADIENT("SoftmaxCrossEntropyWithLogits", SoftmaxXentGrad);
-
 // ---------------------------------------------------------------------------
 // Sparse softmax cross entropy: labels are class ids.
 
@@ -667,20 +533,6 @@ REGISTER_SPARSE_XENT(float, int64_t);
 REGISTER_SPARSE_XENT(double, int32_t);
 REGISTER_SPARSE_XENT(double, int64_t);
 #undef REGISTER_SPARSE_XENT
-
-Status SparseSoftmaxXentGrad(const Scope& scope, const Operation& op,
-                             const std::vector<Output>& dy,
-                             std::vector<Output>* dx) {
-  Output d_logits = BroadcastMul(scope, dy[0], op.output(1));
-  if (Output extra = XentBackpropTerm(scope, op.input(0), dy[1]);
-      extra.node()) {
-    d_logits = grad::Add(scope, d_logits, extra);
-  }
-  dx->push_back(d_logits);
-  dx->push_back(NoGradient());
-  return scope.status();
-}
-REGISTER_GRADIENT("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxXentGrad);
 
 }  // namespace
 }  // namespace runnel
