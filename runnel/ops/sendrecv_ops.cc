@@ -126,6 +126,9 @@ class SendKernel : public OpKernel {
 class RecvKernel : public AsyncOpKernel {
  public:
   explicit RecvKernel(OpKernelConstruction* c) : AsyncOpKernel(c), key_(c) {}
+  // Starting a Recv only registers a callback (or starts an RPC): a
+  // partition's many root Recvs start inline instead of one pool task each.
+  bool IsExpensive() const override { return false; }
 
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     Rendezvous* rendezvous = ctx->rendezvous();

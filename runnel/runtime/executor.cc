@@ -3,11 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <new>
 #include <stdexcept>
 #include <thread>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/notification.h"
@@ -38,10 +43,75 @@ void ComputeGuarded(OpKernel* kernel, OpKernelContext* ctx) {
   }
 }
 
-// How deep async completions may nest running successors inline on one
-// thread (Note [Async completions run cheap successors inline]).
-constexpr int kMaxAsyncInlineDepth = 32;
-thread_local int async_inline_depth = 0;
+// Note [Async completions run cheap successors inline]. The thread that
+// completes an async kernel (for a _Recv, the thread of the matching _Send)
+// runs the cheap nodes the completion made ready, as a synchronous kernel's
+// thread does, instead of handing each to the pool: a hand-off to another
+// thread costs several local Send/Recv pairs. Expensive nodes still go to
+// the pool, so a sender never does its receiver's heavy work.
+//
+// Completions nest: a chain hopping between two devices completes a Recv
+// inside a Send inside a completion inside a Send... To keep the stack flat
+// for any chain length, the outermost completion on a thread becomes a
+// trampoline: a completion that arrives while one runs on the same thread
+// is queued and run by the trampoline's loop when the current node returns
+// (first in, first out), on the same thread and without a hand-off. Nothing
+// waits on a queued completion except through the executor, with one
+// exception the runtime owns: a blocking Executor::Run suspends the
+// thread's trampoline for its duration, so the completions of the run it
+// waits for are never queued behind it. (Kernels must not block on other
+// nodes of their step; TF's rule too.)
+struct CompletionTrampoline {
+  std::vector<std::function<void()>> queued;  // FIFO from `next`.
+  size_t next = 0;
+};
+thread_local CompletionTrampoline* active_trampoline = nullptr;
+
+// Runs `completion` now, or queues it on this thread's running trampoline.
+template <typename F>
+void RunCompletion(F&& completion) {
+  if (active_trampoline != nullptr) {
+    active_trampoline->queued.emplace_back(std::forward<F>(completion));
+    return;
+  }
+  CompletionTrampoline trampoline;
+  active_trampoline = &trampoline;
+  completion();
+  while (trampoline.next < trampoline.queued.size()) {
+    std::function<void()> next =
+        std::move(trampoline.queued[trampoline.next++]);
+    next();
+  }
+  active_trampoline = nullptr;
+}
+
+// Note [Measured kernel costs]. A kernel is expensive (IsExpensive, the
+// default) or cheap by its class; but an "expensive" Neg of a scalar costs
+// a few hundred cycles, far less than handing it to another thread. As in
+// TF's executor, the cycles of each expensive kernel's Compute are measured
+// (a cycle-counter read before and after: tens of cycles, nothing beside a
+// kernel that is expensive) into a running average per node, and one whose
+// average is below kCheapCycles counts as cheap where an async completion
+// decides what to run inline (Note [Async completions run cheap successors
+// inline]): so a chain hopping between devices stays on one thread while
+// a receiver's real work still goes to the pool. The first sample is taken
+// as it is, later ones decay by 1/8.
+constexpr uint64_t kUnmeasuredCost = ~uint64_t{0};
+constexpr uint64_t kCheapCycles = 8000;  // TF's threshold: ~3 us.
+
+inline uint64_t CycleCount() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return static_cast<uint64_t>(NowNanos()) * 3;
+#endif
+}
+
+void UpdateCost(std::atomic<uint64_t>* estimate, uint64_t sample) {
+  const uint64_t old = estimate->load(std::memory_order_relaxed);
+  estimate->store(old == kUnmeasuredCost ? sample : old - old / 8 + sample / 8,
+                  std::memory_order_relaxed);
+}
 
 // FNV-1a: stable across processes and builds (frame ids travel in keys).
 uint64_t StableHash64(absl::string_view s) {
@@ -111,6 +181,9 @@ struct Executor::Plan {
   // merge: the executor takes its lock-free path.
   bool has_control_flow = false;
   std::vector<FrameInfo> frames;  // frames[0] is the root.
+  // Note [Measured kernel costs]: by item, the running estimate of an
+  // expensive kernel's cycles per Compute (kUnmeasuredCost until it ran).
+  std::unique_ptr<std::atomic<uint64_t>[]> cost_cycles;
 };
 
 namespace {
@@ -201,8 +274,11 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
   std::vector<int32_t> index_of(graph.num_node_ids(), -1);
   std::vector<Node*> nodes = graph.nodes();
   plan->items.resize(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i)
+  plan->cost_cycles = std::make_unique<std::atomic<uint64_t>[]>(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
     index_of[nodes[i]->id()] = static_cast<int32_t>(i);
+    plan->cost_cycles[i].store(kUnmeasuredCost, std::memory_order_relaxed);
+  }
 
   for (size_t i = 0; i < nodes.size(); ++i) {
     const Node* n = nodes[i];
@@ -584,7 +660,13 @@ class ExecutorState {
     OpKernelContext ctx(&params);
     if (stats)
       stats->set_op_start_rel_nanos(NowNanos() - stats->all_start_nanos());
-    ComputeGuarded(item.kernel.get(), &ctx);
+    if (item.expensive) {
+      const uint64_t start = CycleCount();
+      ComputeGuarded(item.kernel.get(), &ctx);
+      UpdateCost(&plan_.cost_cycles[t.id], CycleCount() - start);
+    } else {
+      ComputeGuarded(item.kernel.get(), &ctx);
+    }
     if (stats)
       stats->set_op_end_rel_nanos(NowNanos() - stats->all_start_nanos());
     ReadyList ready;
@@ -658,23 +740,15 @@ class ExecutorState {
       Status s =
           FinishNode(st->t, st->ctx.get(), InputsFor(st->t), &ready, stats);
       delete st;
-      // Note [Async completions run cheap successors inline]: the thread
-      // completing an async kernel (for a _Recv, the thread of the matching
-      // _Send) runs the cheap nodes it made ready, as a synchronous kernel's
-      // thread does, instead of handing each to the pool (a hand-off costs
-      // more than a local Send/Recv). Expensive ones still go to the pool, so
-      // a sender never does its receiver's heavy work; the nesting (a Send
-      // whose Recv's successors send again) is bounded per thread.
-      if (async_inline_depth < kMaxAsyncInlineDepth) {
-        ++async_inline_depth;
+      // Note [Async completions run cheap successors inline]. Until NodeDone
+      // runs this node is outstanding, so the state outlives a queued
+      // completion.
+      RunCompletion([this, s = std::move(s), ready = std::move(ready)] {
         InlineReady inline_ready;
         NodeDone(s, ready, &inline_ready, /*keep_expensive=*/false);
         // Non-empty: those nodes are outstanding, so the state is alive.
         if (!inline_ready.empty()) RunInline(&inline_ready);
-        --async_inline_depth;
-      } else {
-        NodeDone(s, ready, nullptr);
-      }
+      });
     };
     auto done = [once, finish] {
       if (!once->exchange(true)) finish();
@@ -1099,9 +1173,15 @@ class ExecutorState {
     if (num_outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish();
   }
 
+  // Note [Measured kernel costs].
+  bool MeasuredCheap(int32_t id) const {
+    return plan_.cost_cycles[id].load(std::memory_order_relaxed) < kCheapCycles;
+  }
+
   // Cheap nodes run inline; expensive ones go to the pool, except that one
   // stays on this thread when there is no other inline work (and
-  // `keep_expensive`).
+  // `keep_expensive`). Without `keep_expensive` (an async completion's
+  // successors) a node measured cheap runs inline too.
   void ScheduleReady(const ReadyList& ready, InlineReady* inline_ready,
                      bool keep_expensive = true) {
     if (inline_ready == nullptr) {
@@ -1110,7 +1190,8 @@ class ExecutorState {
     }
     const TaggedNode* keep = nullptr;
     for (const TaggedNode& t : ready) {
-      if (!plan_.items[t.id].expensive || t.is_dead) {
+      if (!plan_.items[t.id].expensive || t.is_dead ||
+          (!keep_expensive && MeasuredCheap(t.id))) {
         inline_ready->push_back(t);
       } else if (keep_expensive && keep == nullptr && inline_ready->empty()) {
         keep = &t;
@@ -1169,6 +1250,11 @@ void Executor::RunAsync(const Args& args, DoneCallback done) {
 }
 
 Status Executor::Run(const Args& args) {
+  // Note [Async completions run cheap successors inline]: this thread blocks
+  // below, so completions on it must not queue behind the wait.
+  CompletionTrampoline* const suspended = active_trampoline;
+  active_trampoline = nullptr;
+  absl::Cleanup resume = [suspended] { active_trampoline = suspended; };
   absl::Notification n;
   Status result;
   RunAsync(args, [&](const Status& s) {

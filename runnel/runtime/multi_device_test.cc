@@ -248,6 +248,30 @@ TEST(MultiDeviceTest, AnErrorInOnePartitionStopsTheOthers) {
   EXPECT_EQ(settled(), before);
 }
 
+// A long chain hopping between the devices at every node: each Send
+// completes the next Recv on the sending thread, and once the Negs are
+// measured cheap their whole chain runs there (Note [Async completions run
+// cheap successors inline], Note [Measured kernel costs]). The completions
+// nest once per hop, so this also checks they do not grow the stack: 20000
+// nested hops would overflow it.
+TEST(MultiDeviceTest, LongHoppingChainRunsWithoutGrowingTheStack) {
+  constexpr int kChain = 20000;
+  std::string text = PlaceholderF("n0", kCpu0);
+  for (int i = 1; i < kChain; ++i) {
+    text += Unary(absl::StrCat("n", i), "Neg", absl::StrCat("n", i - 1),
+                  i % 2 ? kCpu1 : kCpu0);
+  }
+  auto session = SessionFor(Text(text), Cpus(2));
+  ASSERT_NE(session, nullptr);
+  std::vector<Tensor> out;
+  for (int step = 0; step < 5; ++step) {
+    ASSERT_OK(session->Run({{"n0", Tensor::Scalar<float>(step + 1.0f)}},
+                           {absl::StrCat("n", kChain - 1)}, {}, &out));
+    // kChain - 1 negations: odd, so the sign flips.
+    EXPECT_EQ(out[0].scalar<float>(), -(step + 1.0f));
+  }
+}
+
 // A _Recv whose _Send never comes ends at the step's deadline.
 TEST(MultiDeviceTest, RecvWithoutSendEndsAtTheTimeout) {
   GraphDef g = Text(absl::StrCat(

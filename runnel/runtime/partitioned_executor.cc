@@ -122,7 +122,11 @@ Status PartitionedExecutor::Split(const Options& options,
     }
     p.graph = std::make_unique<Graph>();
     RETURN_IF_ERROR(ImportGraphDef(def, p.graph.get(), iopts));
-    for (Node* n : p.graph->nodes()) n->set_assigned_device_name(name);
+    p.starts_with_recvs = true;
+    for (Node* n : p.graph->nodes()) {
+      n->set_assigned_device_name(name);
+      if (n->in_edges().empty() && !n->IsRecv()) p.starts_with_recvs = false;
+    }
     partition_graph_defs_.push_back(std::move(def));
     partitions_.push_back(std::move(p));
   }
@@ -222,17 +226,27 @@ void PartitionedExecutor::RunAsync(const Args& args,
     }
   }
   // The executor runs cheap nodes inline on the thread that starts it, so
-  // every partition but (optionally) the first starts on the pool.
+  // partitions with real roots start on the pool, but optionally one (the
+  // first with real roots) starts here, after the partitions whose roots
+  // are all _Recvs (Args::run_first_inline). `st` outlives the loop: the
+  // partition started last has not started, so the step cannot finish.
   auto on_done = [st](const Status& s) { st->PartitionDone(s); };
-  const size_t first_pooled = args.run_first_inline ? 1 : 0;
-  for (size_t i = first_pooled; i < n; ++i) {
+  size_t last = n;  // The partition started inline after the loop.
+  if (args.run_first_inline) {
+    last = 0;
+    while (last + 1 < n && partitions_[last].starts_with_recvs) ++last;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (i == last) continue;
     Executor* e = partitions_[i].executor.get();
     const Executor::Args* a = &st->args[i];
-    CpuThreadPool()->Schedule([e, a, on_done] { e->RunAsync(*a, on_done); });
+    if (args.run_first_inline && partitions_[i].starts_with_recvs) {
+      e->RunAsync(*a, on_done);
+    } else {
+      CpuThreadPool()->Schedule([e, a, on_done] { e->RunAsync(*a, on_done); });
+    }
   }
-  if (args.run_first_inline) {
-    partitions_[0].executor->RunAsync(st->args[0], on_done);
-  }
+  if (last < n) partitions_[last].executor->RunAsync(st->args[last], on_done);
 }
 
 }  // namespace runnel

@@ -69,9 +69,13 @@ class PartitionedExecutor {
     // Collect per-node stats into `step_stats` (one DeviceStepStats per
     // partition), which must stay valid until `done` runs.
     StepStats* step_stats = nullptr;
-    // Start the first partition on the calling thread (the others always
-    // start on the pool, so the devices run concurrently). A caller that
-    // must keep the clock (a step timeout) passes false.
+    // Start one partition (the first whose roots are not all _Recvs) on
+    // the calling thread, and before it the partitions whose roots are all
+    // _Recvs (starting one only registers
+    // its waiting Recvs, which the first partition's Sends then complete on
+    // this thread without a hand-off); the others start on the pool, so
+    // the devices run concurrently. A caller that must keep the clock (a
+    // step timeout) passes false: then every partition starts on the pool.
     bool run_first_inline = true;
   };
   // Calls `done` once, after every partition has finished.
@@ -94,6 +98,9 @@ class PartitionedExecutor {
     Device* device = nullptr;
     std::unique_ptr<Graph> graph;  // Null when it is graph_ itself.
     std::unique_ptr<Executor> executor;
+    // Every node without inputs is a _Recv: starting it only registers
+    // waiting Recvs, so it can start on the caller's thread.
+    bool starts_with_recvs = false;
   };
   struct RunState;
 
