@@ -79,8 +79,9 @@ constexpr size_t kMaxCachedBytes = size_t{1} << 30;
 
 class LargeBlockCache {
  public:
-  // A cached block of at least `bytes` (and less than 1.25x as big), or
-  // nullptr. Sets *block_bytes to its size.
+  // A cached block of at least `bytes` (which is a multiple of the block
+  // granule, as every block is) and less than 1.25x as big, or nullptr.
+  // Sets *block_bytes to its size.
   void* Take(size_t bytes, size_t* block_bytes) {
     absl::MutexLock lock(&mu_);
     auto it = free_.lower_bound(bytes);
@@ -204,13 +205,18 @@ class CpuAllocator final : public Allocator {
   }
 
   void* AllocateLarge(size_t bytes) {
+    // Blocks come in whole granules, so a request matches the block it was
+    // given last time by its rounded size (matching by `bytes` would refuse
+    // e.g. a 6 MB block to a 4.1 MB request, more than 1.25x, and allocate
+    // a fresh block every step).
+    const size_t rounded = (bytes + kLargeBlockGranule - 1) /
+                           kLargeBlockGranule * kLargeBlockGranule;
     size_t block_bytes = 0;
-    if (void* p = large_.Take(bytes, &block_bytes)) {
+    if (void* p = large_.Take(rounded, &block_bytes)) {
       large_.Track(p, block_bytes);
       return p;
     }
-    block_bytes = (bytes + kLargeBlockGranule - 1) / kLargeBlockGranule *
-                  kLargeBlockGranule;
+    block_bytes = rounded;
     void* p = std::aligned_alloc(kLargeBlockGranule, block_bytes);
     if (p == nullptr) {
       large_.Release();

@@ -56,6 +56,23 @@ TEST(CpuAllocatorTest, FreedLargeBlockIsReusedForAboutTheSameSize) {
   a->DeallocateRaw(s, size_t{8} << 20);
 }
 
+// Blocks are whole 2 MB granules: a 4.1 MB request gets a 6 MB block, and
+// the same request next step must get that block back (it once compared
+// 6 MB against 1.25 x 4.1 MB, refused, and took fresh memory every step).
+TEST(CpuAllocatorTest, RepeatedRequestReusesItsRoundedBlock) {
+  if (!kCaches) GTEST_SKIP() << "sanitized builds do not cache large blocks";
+  Allocator* a = cpu_allocator();
+  for (size_t bytes :
+       {size_t{4200} << 10, size_t{6200} << 10, (size_t{12} << 20) + 1}) {
+    void* p = a->AllocateRaw(kAllocatorAlignment, bytes);
+    ASSERT_NE(p, nullptr);
+    a->DeallocateRaw(p, bytes);
+    void* q = a->AllocateRaw(kAllocatorAlignment, bytes);
+    EXPECT_EQ(q, p) << bytes;
+    a->DeallocateRaw(q, bytes);
+  }
+}
+
 TEST(CpuAllocatorTest, CachedBlocksDoNotCountAsInUse) {
   Allocator* a = cpu_allocator();
   const int64_t before = a->GetStats().bytes_in_use;
