@@ -10,7 +10,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
   openmpi-bin openssl
   libdnnl-dev libopenblas-dev libeigen3-dev
-  libleveldb-dev libsnappy-dev zlib1g-dev
+  libleveldb-dev libsnappy-dev zlib1g-dev libpng-dev
   fortunes
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
