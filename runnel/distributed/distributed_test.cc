@@ -347,6 +347,65 @@ TEST(DistributedTest, RecvTensorChecksKeysAndIncarnations) {
   EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
 }
 
+// GraphOptions.runnel_placement_strategy reaches the master: with the
+// greedy cost model two independent 256x256 MatMuls that no device pins
+// run on the two workers (the default puts everything on worker 0), with
+// the same answer; an unknown strategy fails CreateSession.
+TEST(DistributedTest, GreedyPlacementSpreadsWorkOverTasks) {
+  auto cluster = LocalCluster::Create({{"worker", 2}});
+  ASSERT_OK(cluster.status());
+  const std::string int32_vec2 =
+      R"(attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32
+      tensor_shape { dim { size: 2 } } int_val: )";
+  const std::string fill_attrs =
+      TFloat() + R"( attr { key: "index_type" value { type: DT_INT32 } })";
+  GraphDef g = Text(
+      PlaceholderF("x", "") + PlaceholderF("y", "") +
+      Node("dims", "Const", {}, "", int32_vec2 + "256 int_val: 256 } } }") +
+      Node("axes", "Const", {}, "", int32_vec2 + "0 int_val: 1 } } }") +
+      Node("fx", "Fill", {"dims", "x"}, "", fill_attrs) +
+      Node("fy", "Fill", {"dims", "y"}, "", fill_attrs) +
+      Node("mx", "MatMul", {"fx", "fx"}, "", TFloat()) +
+      Node("my", "MatMul", {"fy", "fy"}, "", TFloat()) +
+      Node("s", "AddV2", {"mx", "my"}, "", TFloat()) +
+      Node("total", "Sum", {"s", "axes"}, "",
+           TFloat() + R"( attr { key: "Tidx" value { type: DT_INT32 } })"));
+  auto run = [&](const std::string& strategy, int* tasks_used) {
+    SessionOptions o;
+    o.target = (*cluster)->target("worker", 0);
+    o.config.mutable_graph_options()->set_runnel_placement_strategy(strategy);
+    auto session = NewGrpcSession(o);
+    EXPECT_OK(session.status());
+    EXPECT_OK((*session)->Create(g));
+    RunOptions ro;
+    ro.set_output_partition_graphs(true);
+    RunMetadata md;
+    std::vector<Tensor> out;
+    EXPECT_OK((*session)->Run(
+        ro, {{"x", Tensor::Scalar<float>(1)}, {"y", Tensor::Scalar<float>(2)}},
+        {"total"}, {}, &out, &md));
+    *tasks_used = md.partition_graphs_size();
+    EXPECT_OK((*session)->Close());
+    return out.empty() ? -1.f : out[0].scalar<float>();
+  };
+  int greedy_tasks = 0, default_tasks = 0;
+  // 65536 entries of 256 * (1 + 4).
+  EXPECT_EQ(run("greedy_cost_model", &greedy_tasks), 83886080.f);
+  EXPECT_EQ(run("", &default_tasks), 83886080.f);
+  EXPECT_EQ(greedy_tasks, 2);
+  EXPECT_EQ(default_tasks, 1);
+
+  SessionOptions bad;
+  bad.target = (*cluster)->target("worker", 0);
+  bad.config.mutable_graph_options()->set_runnel_placement_strategy("random");
+  auto session = NewGrpcSession(bad);
+  ASSERT_OK(session.status());
+  Status s = (*session)->Create(g);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "runnel_placement_strategy")) << s;
+}
+
 TEST(DistributedTest, NewSessionRoutesGrpcTargets) {
   auto cluster = LocalCluster::Create({{"worker", 1}});
   ASSERT_OK(cluster.status());
