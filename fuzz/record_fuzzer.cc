@@ -1,24 +1,61 @@
-// TFRecord framing: the bytes (after a mode byte) are written to a
-// per-process temp file and read back record by record with RecordReader,
-// uncompressed, ZLIB or GZIP (mode % 3), until the end or the first error;
-// a failed reader must keep failing.
+// The file formats read from users' files, chosen by a mode byte (% 6):
+//   0-2  TFRecord framing: the bytes are written to a per-process temp file
+//        and read back record by record with RecordReader, uncompressed,
+//        ZLIB or GZIP, until the end or the first error; a failed reader
+//        must keep failing;
+//   3    an event file (EventFileReader): every readable event, with the
+//        damage it skips; a reader that stopped must stay stopped;
+//   4    a PNG (DecodePng, capped at 64 MiB decoded); a decoded image must
+//        hold height * width * channels bytes;
+//   5    a WAV (DecodeWav).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "fuzz/fuzz_util.h"
+#include "proto/event.pb.h"
 #include "runnel/base/logging.h"
+#include "runnel/io/event_reader.h"
+#include "runnel/io/png.h"
 #include "runnel/io/record_reader.h"
+#include "runnel/io/wav.h"
 
 namespace runnel::fuzz {
 namespace {
+
+void FuzzEvents(FuzzInput& in) {
+  std::unique_ptr<EventFileReader> reader =
+      EventFileReader::FromString("fuzz", in.Rest());
+  Event event;
+  Status s;
+  // Each event takes at least 16 bytes of framing.
+  for (int i = 0; i < 100000 && (s = reader->ReadEvent(&event)).ok(); ++i) {
+  }
+  if (absl::IsOutOfRange(s)) {
+    RUNNEL_CHECK(absl::IsOutOfRange(reader->ReadEvent(&event)));
+  }
+}
+
+void FuzzPng(FuzzInput& in) {
+  StatusOr<PngImage> image = DecodePng(in.Rest(), int64_t{64} << 20);
+  if (!image.ok()) return;
+  RUNNEL_CHECK(static_cast<int64_t>(image->pixels.size()) ==
+               int64_t{image->height} * image->width * image->channels);
+}
 
 void FuzzRecords(FuzzInput& in) {
   static const RecordCompression kModes[] = {RecordCompression::kNone,
                                              RecordCompression::kZlib,
                                              RecordCompression::kGzip};
-  const RecordCompression compression = kModes[in.Byte() % 3];
+  const int mode = in.Byte() % 6;
+  if (mode == 3) return FuzzEvents(in);
+  if (mode == 4) return FuzzPng(in);
+  if (mode == 5) {
+    (void)DecodeWav(in.Rest()).status();
+    return;
+  }
+  const RecordCompression compression = kModes[mode];
   const std::string path = TempPath("records");
   if (!WriteTempFile(path, in.Rest())) return;
 

@@ -11,6 +11,7 @@
 //                    [--master grpc://HOST:PORT [--tls_cert F --tls_key F
 //                    --tls_ca F]]
 //   runnel inspect GRAPH [--max_graph_bytes N]
+//   runnel events PATH [--tag TAG] [--json]
 //   runnel server ... (tools/server_command.cc)
 //   runnel ops
 //
@@ -59,9 +60,22 @@
 // the graph is sent. --tls_cert/--tls_key/--tls_ca talk to a cluster with
 // mutual TLS (the certificate must be signed by the cluster's CA).
 //
+// Event files: `events` reads TensorBoard event files
+// (runnel/io/event_reader.h). PATH is an event file or a log directory,
+// searched recursively: each directory holding event files is a run (named
+// by its path under PATH, "." for PATH itself). It lists each run's tags
+// with their kind (scalar, histogram, image, audio, tensor), count and
+// steps, or with --tag TAG the (step, wall_time, value) series of that tag
+// in every run having it. --json prints the same as one JSON object. A
+// damaged file is read as TensorBoard reads it: each truncated tail or
+// corrupt record is a warning on stderr naming its byte offset, and the
+// good records count.
+//
 // Errors go to stderr with exit status 1 (2 for usage errors); a step that
 // runs past its timeout is an error like any other (DeadlineExceeded).
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -78,6 +92,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/text_format.h"
 #include "runnel/base/env.h"
@@ -85,6 +100,7 @@
 #include "runnel/framework/tensor.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/tensor_id.h"
+#include "runnel/io/event_reader.h"
 #include "runnel/runtime/session.h"
 #include "tools/feed_parser.h"
 
@@ -104,6 +120,7 @@ int Usage() {
          "             [--master grpc://HOST:PORT [--tls_cert F --tls_key "
          "F --tls_ca F]]\n"
          "  runnel inspect GRAPH [--max_graph_bytes N]\n"
+         "  runnel events PATH [--tag TAG] [--json]\n"
          "  runnel server (--cluster SPEC --job J --task T | --slurm | "
          "--mpi | TF_CONFIG) ...\n"
          "  runnel ops\n"
@@ -538,6 +555,287 @@ int Inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
+// ---------------------------------------------------------------------------
+// Event files
+
+// The shortest text that reads back as `v` (a float32 stays a float32:
+// 0.2473653, not 0.24736529588699341).
+template <typename T>
+std::string ShortestNumber(T v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, r.ptr);
+}
+
+// A number in JSON: NaN and the infinities as strings, as `run --json`.
+template <typename T>
+std::string JsonNumber(T v) {
+  std::string s = ShortestNumber(v);
+  return std::isfinite(v) ? s : JsonString(s);
+}
+
+std::string ShapeText(const TensorProto& t) {
+  std::vector<int64_t> dims;
+  for (const auto& d : t.tensor_shape().dim()) dims.push_back(d.size());
+  return absl::StrCat("[", absl::StrJoin(dims, ","), "]");
+}
+
+// One point of a series: its value as text and as JSON.
+struct EventPoint {
+  int64_t step;
+  double wall_time;
+  std::string text, json;
+};
+
+void DescribeValue(const Summary::Value& v, EventPoint* p) {
+  if (v.has_simple_value()) {
+    p->text = ShortestNumber(v.simple_value());
+    p->json = JsonNumber(v.simple_value());
+    return;
+  }
+  if (std::optional<double> x = ScalarSummaryValue(v)) {
+    p->text = ShortestNumber(*x);
+    p->json = JsonNumber(*x);
+    return;
+  }
+  if (v.has_histo()) {
+    const HistogramProto& h = v.histo();
+    p->text = absl::StrCat("histogram num=", ShortestNumber(h.num()),
+                           " min=", ShortestNumber(h.min()),
+                           " max=", ShortestNumber(h.max()),
+                           " sum=", ShortestNumber(h.sum()));
+    p->json = absl::StrCat(
+        "{\"num\": ", JsonNumber(h.num()), ", \"min\": ", JsonNumber(h.min()),
+        ", \"max\": ", JsonNumber(h.max()), ", \"sum\": ", JsonNumber(h.sum()),
+        ", \"buckets\": ", h.bucket_size(), "}");
+  } else if (v.has_image()) {
+    const Summary::Image& im = v.image();
+    p->text = absl::StrCat("image ", im.width(), "x", im.height(),
+                           " colorspace ", im.colorspace(), ", ",
+                           im.encoded_image_string().size(), " bytes");
+    p->json =
+        absl::StrCat("{\"width\": ", im.width(), ", \"height\": ", im.height(),
+                     ", \"colorspace\": ", im.colorspace(),
+                     ", \"bytes\": ", im.encoded_image_string().size(), "}");
+  } else if (v.has_audio()) {
+    const Summary::Audio& a = v.audio();
+    p->text =
+        absl::StrCat("audio ", ShortestNumber(a.sample_rate()), " Hz, ",
+                     a.num_channels(), " channel(s), ", a.length_frames(),
+                     " frames, ", a.encoded_audio_string().size(), " bytes");
+    p->json =
+        absl::StrCat("{\"sample_rate\": ", JsonNumber(a.sample_rate()),
+                     ", \"channels\": ", a.num_channels(),
+                     ", \"frames\": ", a.length_frames(),
+                     ", \"bytes\": ", a.encoded_audio_string().size(), "}");
+  } else if (v.has_tensor()) {
+    const TensorProto& t = v.tensor();
+    const std::string dtype = DataTypeString(t.dtype());
+    p->text = absl::StrCat("tensor ", dtype, " ", ShapeText(t));
+    p->json = absl::StrCat("{\"dtype\": ", JsonString(dtype),
+                           ", \"shape\": ", ShapeText(t), "}");
+  } else {
+    p->text = "(no value)";
+    p->json = "null";
+  }
+}
+
+struct TagStats {
+  SummaryKind kind = SummaryKind::kNone;  // Of the tag's first value.
+  int64_t count = 0;
+  int64_t first_step = 0, last_step = 0;
+};
+
+// What `events` gathers from one run.
+struct RunStats {
+  EventRun run;
+  std::vector<std::pair<std::string, EventFileReport>> files;
+  int64_t events = 0, graphs = 0, meta_graphs = 0, run_metadata = 0,
+          session_logs = 0;
+  std::map<std::string, TagStats> tags;
+  std::vector<EventPoint> series;  // Of --tag.
+};
+
+// Reads every file of `run`; warnings for damage and unreadable files go to
+// stderr.
+RunStats ReadRun(const EventRun& run, const std::string& tag) {
+  RunStats stats;
+  stats.run = run;
+  for (const std::string& file : run.files) {
+    auto report = ReadEvents(file, [&](const Event& e) {
+      ++stats.events;
+      if (e.has_graph_def()) ++stats.graphs;
+      if (e.has_meta_graph_def()) ++stats.meta_graphs;
+      if (e.has_tagged_run_metadata()) ++stats.run_metadata;
+      if (e.has_session_log()) ++stats.session_logs;
+      for (const Summary::Value& v : e.summary().value()) {
+        TagStats& t = stats.tags[v.tag()];
+        if (t.count++ == 0) {
+          t.kind = SummaryValueKind(v);
+          t.first_step = e.step();
+        }
+        t.last_step = e.step();
+        if (!tag.empty() && v.tag() == tag) {
+          EventPoint p{e.step(), e.wall_time(), "", ""};
+          DescribeValue(v, &p);
+          stats.series.push_back(std::move(p));
+        }
+      }
+      return absl::OkStatus();
+    });
+    if (!report.ok()) {
+      std::cerr << "runnel: warning: " << report.status() << "\n";
+      continue;
+    }
+    for (const EventFileDamage& d : report->damage)
+      std::cerr << "runnel: warning: " << d.status.message() << "\n";
+    if (report->num_damaged > static_cast<int64_t>(report->damage.size())) {
+      std::cerr << "runnel: warning: " << file << ": "
+                << report->num_damaged - report->damage.size()
+                << " more damaged records\n";
+    }
+    stats.files.emplace_back(file, std::move(*report));
+  }
+  return stats;
+}
+
+std::string JsonDamage(const EventFileReport& r) {
+  std::vector<std::string> parts;
+  for (const EventFileDamage& d : r.damage) {
+    parts.push_back(absl::StrCat(
+        "{\"offset\": ", d.offset, ", \"kind\": ",
+        JsonString(std::string(EventFileDamageKindName(d.kind))),
+        ", \"message\": ", JsonString(std::string(d.status.message())), "}"));
+  }
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+std::string JsonRun(const RunStats& s) {
+  std::vector<std::string> files, tags;
+  for (const auto& [path, r] : s.files) {
+    files.push_back(absl::StrCat("{\"path\": ", JsonString(path),
+                                 ", \"events\": ", r.num_events,
+                                 ", \"damage\": ", JsonDamage(r), "}"));
+  }
+  for (const auto& [tag, t] : s.tags) {
+    tags.push_back(absl::StrCat("{\"tag\": ", JsonString(tag), ", \"kind\": \"",
+                                SummaryKindName(t.kind), "\", \"count\": ",
+                                t.count, ", \"first_step\": ", t.first_step,
+                                ", \"last_step\": ", t.last_step, "}"));
+  }
+  return absl::StrCat("{\"name\": ", JsonString(s.run.name),
+                      ", \"dir\": ", JsonString(s.run.dir), ", \"files\": [",
+                      absl::StrJoin(files, ", "), "], \"events\": ", s.events,
+                      ", \"graphs\": ", s.graphs,
+                      ", \"meta_graphs\": ", s.meta_graphs,
+                      ", \"run_metadata\": ", s.run_metadata,
+                      ", \"session_logs\": ", s.session_logs, ", \"tags\": [",
+                      absl::StrJoin(tags, ", "), "]}");
+}
+
+std::string JsonSeries(const RunStats& s, const std::string& tag) {
+  std::vector<std::string> points;
+  for (const EventPoint& p : s.series) {
+    points.push_back(absl::StrCat("{\"step\": ", p.step,
+                                  ", \"wall_time\": ", JsonNumber(p.wall_time),
+                                  ", \"value\": ", p.json, "}"));
+  }
+  return absl::StrCat("{\"run\": ", JsonString(s.run.name), ", \"kind\": \"",
+                      SummaryKindName(s.tags.at(tag).kind), "\", \"points\": [",
+                      absl::StrJoin(points, ", "), "]}");
+}
+
+void PrintRun(const RunStats& s) {
+  std::cout << "run " << s.run.name << " (" << s.run.dir
+            << "): " << s.files.size() << " event file(s), " << s.events
+            << " events\n";
+  std::cout << "  graphs " << s.graphs << ", meta graphs " << s.meta_graphs
+            << ", run metadata " << s.run_metadata << ", session logs "
+            << s.session_logs << "\n";
+  if (s.tags.empty()) return;
+  size_t width = 3;
+  for (const auto& [tag, t] : s.tags) width = std::max(width, tag.size());
+  std::cout << absl::StrFormat("  %-*s  %-9s  %7s  %s\n", width, "tag", "kind",
+                               "count", "steps");
+  for (const auto& [tag, t] : s.tags) {
+    std::cout << absl::StrFormat("  %-*s  %-9s  %7d  %d-%d\n", width, tag,
+                                 SummaryKindName(t.kind), t.count, t.first_step,
+                                 t.last_step);
+  }
+}
+
+void PrintSeries(const RunStats& s, const std::string& tag) {
+  std::cout << "run " << s.run.name << ", tag " << tag << " ("
+            << SummaryKindName(s.tags.at(tag).kind) << "): " << s.series.size()
+            << " points\n";
+  std::cout << "  step  wall_time  value\n";
+  for (const EventPoint& p : s.series) {
+    std::cout << "  " << p.step << "  " << ShortestNumber(p.wall_time) << "  "
+              << p.text << "\n";
+  }
+}
+
+int Events(const std::vector<std::string>& args) {
+  std::string path, tag;
+  bool json = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      json = true;
+    } else if (args[i] == "--tag" && i + 1 < args.size()) {
+      tag = args[++i];
+      if (tag.empty()) return Usage();
+    } else if (path.empty() && !args[i].empty() && args[i][0] != '-') {
+      path = args[i];
+    } else {
+      std::cerr << "runnel: unexpected argument '" << args[i] << "'\n";
+      return Usage();
+    }
+  }
+  if (path.empty()) return Usage();
+  auto runs = FindEventRuns(path);
+  if (!runs.ok()) return Fail(runs.status());
+  if (runs->empty())
+    return Fail(errors::NotFound("no event files (*tfevents*) in ", path));
+  std::vector<RunStats> stats;
+  for (const EventRun& run : *runs) stats.push_back(ReadRun(run, tag));
+
+  if (tag.empty()) {
+    if (json) {
+      std::vector<std::string> parts;
+      for (const RunStats& s : stats) parts.push_back(JsonRun(s));
+      std::cout << "{\"runs\": [" << absl::StrJoin(parts, ", ") << "]}\n";
+    } else {
+      for (size_t i = 0; i < stats.size(); ++i) {
+        if (i > 0) std::cout << "\n";
+        PrintRun(stats[i]);
+      }
+    }
+    return 0;
+  }
+  std::vector<const RunStats*> with_tag;
+  for (const RunStats& s : stats) {
+    if (s.tags.count(tag) > 0) with_tag.push_back(&s);
+  }
+  if (with_tag.empty()) {
+    return Fail(
+        errors::NotFound("no run in ", path, " has the tag '", tag, "'"));
+  }
+  if (json) {
+    std::vector<std::string> parts;
+    for (const RunStats* s : with_tag) parts.push_back(JsonSeries(*s, tag));
+    std::cout << "{\"tag\": " << JsonString(tag) << ", \"runs\": ["
+              << absl::StrJoin(parts, ", ") << "]}\n";
+  } else {
+    for (size_t i = 0; i < with_tag.size(); ++i) {
+      if (i > 0) std::cout << "\n";
+      PrintSeries(*with_tag[i], tag);
+    }
+  }
+  return 0;
+}
+
 int Ops() {
   for (const std::string& op : OpRegistry::Global()->ListOps()) {
     if (!op.empty() && op[0] == '_') continue;
@@ -562,6 +860,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "run") return runnel::Run(args);
   if (cmd == "inspect") return runnel::Inspect(args);
+  if (cmd == "events") return runnel::Events(args);
   if (cmd == "ops") return runnel::Ops();
 #ifdef RUNNEL_WITH_GRPC
   if (cmd == "server") return runnel::ServerCommand(args);

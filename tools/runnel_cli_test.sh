@@ -260,4 +260,63 @@ check "and keeps one partition" 1 "$(ls "$tmp/plain" | grep -c '^partition_.*pbt
 check "an unknown --placement exits 1" 1 "$?"
 check "and names it" 1 "$(grep -c "runnel_placement_strategy 'fastest'" "$tmp/err.txt")"
 
+# --- Event files (TensorBoard) ------------------------------------------------
+# The Keras callback's file (testdata/tf/README.md): 83 records, a graph, a
+# meta graph, scalars loss/acc/val_loss/val_acc for steps 0-19.
+ev="$tf/events/events.out.tfevents.1548797801.omaha"
+out=$("$runnel" events "$ev")
+check "events counts 83 events" 1 "$(echo "$out" | grep -c '^run \. .*1 event file(s), 83 events$')"
+check "events lists a graph and a meta graph" 1 "$(echo "$out" | grep -c 'graphs 1, meta graphs 1,')"
+for t in loss acc val_loss val_acc; do
+  check "events lists $t" "$t scalar 20 0-19" "$(echo "$out" | awk -v t=$t '$1 == t { print $1, $2, $3, $4 }')"
+done
+out=$("$runnel" events "$tf/events" --tag loss)
+check "loss series has 20 points" 1 "$(echo "$out" | grep -c '^run \., tag loss (scalar): 20 points$')"
+check "loss at step 0" '0 0.2473653' "$(echo "$out" | awk '$1 == "0" { print $1, $3 }')"
+check "loss at step 19" '19 0.019036217' "$(echo "$out" | awk '$1 == "19" { print $1, $3 }')"
+out=$("$runnel" events "$ev" --tag loss --json)
+check "loss json first point" 1 \
+  "$(echo "$out" | grep -c '"points": \[{"step": 0, "wall_time": 1548797807.701761, "value": 0.2473653}, ')"
+check "loss json last point" 1 \
+  "$(echo "$out" | grep -c '{"step": 19, "wall_time": 1548797904.249615, "value": 0.019036217}\]}\]}$')"
+out=$("$runnel" events "$ev" --json)
+check "events json tag entry" 1 \
+  "$(echo "$out" | grep -c '{"tag": "val_acc", "kind": "scalar", "count": 20, "first_step": 0, "last_step": 19}')"
+check "events json file entry" 1 "$(echo "$out" | grep -c '"events": 83, "damage": \[\]}')"
+
+# A log directory with two runs, one of them a copy cut inside its last
+# record: the cut is a warning naming its offset (230147), the 82 complete
+# records count, and the exit status is 0.
+mkdir -p "$tmp/logs/train" "$tmp/logs/eval/deep"
+cp "$ev" "$tmp/logs/train/"
+head -c 230170 "$ev" > "$tmp/logs/eval/deep/events.out.tfevents.1548797801.cut"
+echo notes > "$tmp/logs/eval/notes.txt"
+out=$("$runnel" events "$tmp/logs" 2>"$tmp/events_err.txt")
+check "truncated log dir exits 0" 0 "$?"
+check "two runs" 'eval/deep train' "$(echo "$out" | awk '/^run / { printf "%s%s", sep, $2; sep = " " }')"
+check "cut run keeps 82 events" 1 "$(echo "$out" | grep -c '^run eval/deep .*, 82 events$')"
+check "warning names the offset" 1 "$(grep -c 'truncated record at offset 230147' "$tmp/events_err.txt")"
+out=$("$runnel" events "$tmp/logs" --tag loss --json 2>/dev/null)
+check "loss in both runs" 1 "$(echo "$out" | grep -c '"run": "eval/deep".*"run": "train"')"
+out=$("$runnel" events "$tmp/logs" --json 2>/dev/null)
+check "json reports the damage" 1 \
+  "$(echo "$out" | grep -c '"damage": \[{"offset": 230147, "kind": "truncated", ')"
+
+# A flipped byte inside record 40's data: that record is skipped, 82 remain.
+cp "$ev" "$tmp/flipped.tfevents"
+printf '\x00' | dd of="$tmp/flipped.tfevents" bs=1 seek=228342 conv=notrunc 2>/dev/null
+out=$("$runnel" events "$tmp/flipped.tfevents" 2>"$tmp/events_err.txt")
+check "flipped byte exits 0" 0 "$?"
+check "flipped copy keeps 82 events" 1 "$(echo "$out" | grep -c ', 82 events$')"
+check "flipped byte warning" 1 "$(grep -c 'corrupted record at offset .*skipped' "$tmp/events_err.txt")"
+
+"$runnel" events "$ev" --tag no_such_tag >/dev/null 2>&1
+check "unknown tag exits 1" 1 "$?"
+"$runnel" events "$tmp/nonexistent" >/dev/null 2>&1
+check "missing log dir exits 1" 1 "$?"
+"$runnel" events "$tmp/logs/eval/notes.txt" >/dev/null 2>&1
+check "a file that is not an event file exits 0 (a warning, 0 events)" 0 "$?"
+"$runnel" events >/dev/null 2>&1
+check "events without PATH is a usage error" 2 "$?"
+
 exit $fail
