@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   // Training: the optimizer adds the gradients and the update ops.
   std::unique_ptr<training::Optimizer> optimizer;
   model.train_op = examples::BuildTrainOp(root, model.loss, flags,
-                                          /*train_examples=*/60000, &optimizer);
+                                          /*train_examples=*/60000, &optimizer,
+                                          &model.grads);
   return examples::TrainAndEvaluate(root, model, flags);
 }

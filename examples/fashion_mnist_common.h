@@ -11,6 +11,15 @@
 // step, and the shuffled order of every epoch is replayed from --seed, so a
 // run killed at any point and restarted trains on the same batches as one
 // that never stopped (at most --save_every steps are recomputed).
+//
+// Note [Training summaries]. With --logdir=DIR, the loop writes a
+// TensorBoard event file in DIR (training::FileWriter): the graph, a
+// SessionLog START at the step it starts from (so TensorBoard drops the
+// points of a run that was resumed from an earlier checkpoint), and every
+// --summary_every steps the merged summary of that step: the loss scalar,
+// a histogram of every trainable variable and of its gradient, and the
+// first 3 input images; after each epoch the test accuracy as a scalar.
+// `runnel events DIR` lists and prints them.
 #ifndef RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
 #define RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
 
@@ -33,6 +42,7 @@
 #include "runnel/training/layers.h"
 #include "runnel/training/optimizer.h"
 #include "runnel/training/saver.h"
+#include "runnel/training/summary_writer.h"
 
 namespace runnel::examples {
 
@@ -51,6 +61,8 @@ struct Flags {
   std::string checkpoint_dir;  // Note [Crash-safe training]; empty: none.
   int save_every = 200;        // Steps between checkpoints.
   int max_steps = 0;           // Stop after this global step (0: no limit).
+  std::string logdir;          // Note [Training summaries]; empty: none.
+  int summary_every = 100;     // Steps between summaries.
   // A cluster (examples/distributed_training.h); empty: one process.
   std::string ps_hosts, worker_hosts;  // "h:p,h:p"
   std::string job_name;                // "ps" or "worker"
@@ -73,13 +85,14 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "(%s)] [--learning_rate=%g] [--decay=%g (per epoch)] "
                  "[--data_dir=%s] [--seed=%d] [--data=memory|tfrecord] "
                  "[--tfrecord_dir=%s] [--checkpoint_dir=DIR] "
-                 "[--save_every=%d] [--max_steps=N] [--ps_hosts=H:P,... "
+                 "[--save_every=%d] [--max_steps=N] [--logdir=DIR "
+                 "[--summary_every=%d]] [--ps_hosts=H:P,... "
                  "--worker_hosts=H:P,... --job_name=ps|worker "
                  "--task_index=N [--sync_replicas] "
                  "[--replicas_to_aggregate=N] [--straggler_ms=X]]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
                  f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
-                 f->tfrecord_dir.c_str(), f->save_every);
+                 f->tfrecord_dir.c_str(), f->save_every, f->summary_every);
     std::exit(code);
   };
   for (int i = 1; i < argc; ++i) {
@@ -135,6 +148,10 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
     } else if (arg == "--replicas_to_aggregate") {
       f->replicas_to_aggregate =
           static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--logdir") {
+      f->logdir = value;
+    } else if (arg == "--summary_every") {
+      f->summary_every = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--max_steps") {
       f->max_steps = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else {
@@ -175,9 +192,10 @@ inline std::unique_ptr<training::Optimizer> MakeOptimizer(
 // Adds the training ops for `loss` as `flags` say: the optimizer, and with
 // --decay < 1 a learning rate multiplied by `decay` after every epoch
 // (ExponentialDecay over a global step). Exits on error.
-inline Operation BuildTrainOp(const Scope& root, const Output& loss,
-                              const Flags& flags, int64_t train_examples,
-                              std::unique_ptr<training::Optimizer>* optimizer);
+inline Operation BuildTrainOp(
+    const Scope& root, const Output& loss, const Flags& flags,
+    int64_t train_examples, std::unique_ptr<training::Optimizer>* optimizer,
+    std::vector<training::GradAndVar>* grads = nullptr);
 
 inline double Now() {
   return std::chrono::duration<double>(
@@ -242,9 +260,11 @@ class ProgressBar {
   double start_, last_draw_ = 0;
 };
 
+// `grads`, if not null, receives the gradients the train op applies.
 inline Operation BuildTrainOp(const Scope& root, const Output& loss,
                               const Flags& flags, int64_t train_examples,
-                              std::unique_ptr<training::Optimizer>* optimizer) {
+                              std::unique_ptr<training::Optimizer>* optimizer,
+                              std::vector<training::GradAndVar>* grads) {
   Input lr = flags.learning_rate;
   // The global step counts updates (and locates a resumed run).
   training::Variable step = training::CreateGlobalStep(root);
@@ -261,8 +281,12 @@ inline Operation BuildTrainOp(const Scope& root, const Output& loss,
     std::exit(2);
   }
   Operation train_op;
-  Die((*optimizer)->Minimize(root, loss, {}, &step, &train_op),
+  std::vector<training::GradAndVar> grads_and_vars;
+  Die((*optimizer)->ComputeGradients(root, loss, {}, &grads_and_vars),
+      "building the gradients");
+  Die((*optimizer)->ApplyGradients(root, grads_and_vars, &step, &train_op),
       "building the training ops");
+  if (grads != nullptr) *grads = std::move(grads_and_vars);
   return train_op;
 }
 
@@ -271,7 +295,8 @@ inline Operation BuildTrainOp(const Scope& root, const Output& loss,
 struct Classifier {
   Output images, labels, logits, loss;
   Operation train_op;
-  TensorShape example_shape;  // One example's shape, e.g. [784].
+  std::vector<training::GradAndVar> grads;  // What train_op applies.
+  TensorShape example_shape;                // One example's shape, e.g. [784].
   // With --data=tfrecord: the pipeline the unfed placeholders default to.
   std::shared_ptr<TFRecordInput> pipeline;
 };
@@ -331,6 +356,34 @@ inline double Evaluate(const ClientSession& session, const Classifier& model,
 // Trains `model` on Fashion-MNIST as `flags` say, printing a progress bar
 // per epoch, then the test accuracy and the training wall time; checkpoints
 // and resumes as Note [Crash-safe training] says.
+// Note [Training summaries]: the merged summary of one training step.
+inline Output BuildSummaries(const Scope& root, const Classifier& model) {
+  const Scope s = root.NewSubScope("summaries");
+  std::vector<Output> parts;
+  parts.push_back(ops::ScalarSummary(s, std::string("loss"), model.loss));
+  for (const training::GradAndVar& gv : model.grads) {
+    const std::string name = gv.second.name();
+    parts.push_back(ops::HistogramSummary(s, name, gv.second.value()));
+    if (gv.first.node() != nullptr) {
+      parts.push_back(ops::HistogramSummary(s, name + "/gradient", gv.first));
+    }
+  }
+  const Output images =
+      ops::Reshape(s, model.images, ops::Const(s, {-1, 28, 28, 1}));
+  parts.push_back(ops::ImageSummary(s, std::string("inputs"), images,
+                                    ops::ImageSummary::MaxImages(3)));
+  return ops::MergeSummary(s, parts);
+}
+
+inline void WriteScalar(training::FileWriter* writer, const std::string& tag,
+                        float value, int64_t step) {
+  Summary summary;
+  Summary::Value* v = summary.add_value();
+  v->set_tag(tag);
+  v->set_simple_value(value);
+  Die(writer->AddSummary(summary, step), "writing a summary");
+}
+
 inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
                             const Flags& flags) {
   StatusOr<MnistSplit> train = LoadMnistSplit(flags.data_dir, "train");
@@ -356,6 +409,16 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
     saver = std::make_unique<training::Saver>(root);
     Die(saver->status(), "building the saver");
   }
+  Output summaries;
+  std::unique_ptr<training::FileWriter> writer;
+  if (!flags.logdir.empty()) {
+    summaries = BuildSummaries(root, model);
+    Die(root.status(), "building the summaries");
+    StatusOr<std::unique_ptr<training::FileWriter>> w =
+        training::FileWriter::Create(flags.logdir);
+    Die(w.status(), "opening the log directory");
+    writer = *std::move(w);
+  }
   Die(root.status(), "building the model");
   ClientSession session(root);
   std::vector<Tensor> out;
@@ -378,6 +441,14 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
                   static_cast<long long>(done));
     }
   }
+  if (writer != nullptr) {
+    GraphDef graph;
+    Die(root.ToGraphDef(&graph), "exporting the graph");
+    Die(writer->AddGraph(graph, done), "writing the graph");
+    SessionLog start;
+    start.set_status(SessionLog::START);
+    Die(writer->AddSessionLog(start, done), "writing the session log");
+  }
   Coordinator coord;
   if (model.pipeline != nullptr) {
     for (auto& runner : model.pipeline->runners) {
@@ -393,6 +464,7 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 rng(flags.seed);
   const double t0 = Now();
+  double eval_s = 0;  // Test evaluations between epochs (--logdir).
   for (int epoch = 1; epoch <= flags.epochs; ++epoch) {
     // The epoch's order, replayed for the epochs a resumed run skips.
     std::shuffle(order.begin(), order.end(), rng);
@@ -407,35 +479,57 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
       if (flags.max_steps > 0 && done >= flags.max_steps) break;
       const int begin = step * flags.batch_size;
       const int end = std::min(n, begin + flags.batch_size);
+      // Summaries describe the step that ends at a multiple of
+      // --summary_every (Note [Training summaries]).
+      const bool summarize =
+          writer != nullptr && (done + 1) % flags.summary_every == 0;
+      std::vector<Output> fetches = {model.loss};
+      if (summarize) fetches.push_back(summaries);
       if (model.pipeline != nullptr) {
-        Die(session.Run({}, {model.loss}, {model.train_op}, &out),
-            "training step");
+        Die(session.Run({}, fetches, {model.train_op}, &out), "training step");
       } else {
         Tensor x, y;
         GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
-        Die(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
+        Die(session.Run({{model.images, x}, {model.labels, y}}, fetches,
                         {model.train_op}, &out),
             "training step");
       }
       loss_sum += out[0].scalar<float>();
       ++ran;
       ++done;
+      if (summarize) {
+        Die(writer->AddSummary(out[1].scalar<tstring>(), done),
+            "writing a summary");
+      }
       bar.Update(step + 1, loss_sum / ran,
                  static_cast<int64_t>(ran) * flags.batch_size);
       if (done % flags.save_every == 0) save();
     }
     bar.Finish();
+    if (writer != nullptr &&
+        !(flags.max_steps > 0 && done >= flags.max_steps)) {
+      const double e0 = Now();
+      WriteScalar(writer.get(), "test_accuracy",
+                  static_cast<float>(Evaluate(session, model, *test)), done);
+      eval_s += Now() - e0;  // Not training time.
+    }
   }
-  const double train_s = Now() - t0;
+  const double train_s = Now() - t0 - eval_s;
   save();
   if (model.pipeline != nullptr) {
     coord.RequestStop();
     for (auto& runner : model.pipeline->runners) runner->Join().IgnoreError();
   }
   const double accuracy = Evaluate(session, model, *test);
+  if (writer != nullptr) {
+    WriteScalar(writer.get(), "final_test_accuracy",
+                static_cast<float>(accuracy), done);
+    Die(writer->Close(), "closing the event file");
+    std::printf("summaries written to %s\n", writer->path().c_str());
+  }
   std::printf("global step %lld\n", static_cast<long long>(done));
   std::printf("test accuracy: %.2f%%\n", 100 * accuracy);
-  std::printf("training time: %.1fs (%d epochs)\n", train_s, flags.epochs);
+  std::printf("training time: %.2fs (%d epochs)\n", train_s, flags.epochs);
   return 0;
 }
 

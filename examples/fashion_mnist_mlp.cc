@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   }
 #endif
   model.train_op = examples::BuildTrainOp(root, model.loss, flags,
-                                          /*train_examples=*/60000, &optimizer);
+                                          /*train_examples=*/60000, &optimizer,
+                                          &model.grads);
   return examples::TrainAndEvaluate(root, model, flags);
 }
