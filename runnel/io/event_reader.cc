@@ -31,18 +31,6 @@ absl::string_view EventFileDamageKindName(EventFileDamage::Kind kind) {
 
 namespace {
 
-uint64_t DecodeFixed64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-uint32_t DecodeFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 // The bytes of a string, as a stream.
 class StringInputStream : public RecordInputStream {
  public:
@@ -153,8 +141,8 @@ Status EventFileReader::ReadRecord(std::string* data, bool* skip) {
     return truncated("only ", header.size(), " of ", kRecordHeaderSize,
                      " header bytes");
   }
-  const uint64_t length = DecodeFixed64(header.data());
-  if (crc32c::Unmask(DecodeFixed32(header.data() + 8)) !=
+  const uint64_t length = DecodeRecordFixed64(header.data());
+  if (crc32c::Unmask(DecodeRecordFixed32(header.data() + 8)) !=
       crc32c::Value(header.data(), sizeof(uint64_t))) {
     Status s = errors::DataLoss(name_, ": corrupted record at offset ", start,
                                 ": the CRC of the length field does not match;"
@@ -192,7 +180,7 @@ Status EventFileReader::ReadRecord(std::string* data, bool* skip) {
     return truncated("the data CRC is missing");
   }
   offset_ = start + kRecordHeaderSize + length + kRecordFooterSize;
-  if (crc32c::Unmask(DecodeFixed32(footer.data())) !=
+  if (crc32c::Unmask(DecodeRecordFixed32(footer.data())) !=
       crc32c::Value(data->data(), data->size())) {
     AddDamage(Kind::kBadDataCrc, start,
               errors::DataLoss(name_, ": corrupted record at offset ", start,

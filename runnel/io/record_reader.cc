@@ -35,18 +35,6 @@ absl::string_view RecordCompressionName(RecordCompression c) {
 
 namespace {
 
-uint64_t DecodeFixed64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
-uint32_t DecodeFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
-  return v;
-}
-
 // Plain file bytes.
 class FileInputStream : public RecordInputStream {
  public:
@@ -209,8 +197,8 @@ Status RecordReader::ReadRecord(std::string* record) {
                                  ": only ", got, " of ", sizeof(header),
                                  " header bytes"));
   }
-  const uint64_t length = DecodeFixed64(header);
-  if (crc32c::Unmask(DecodeFixed32(header + 8)) !=
+  const uint64_t length = DecodeRecordFixed64(header);
+  if (crc32c::Unmask(DecodeRecordFixed32(header + 8)) !=
       crc32c::Value(header, sizeof(uint64_t))) {
     return Fail(errors::DataLoss(path_, ": corrupted record at offset ", start,
                                  ": the CRC of the length field does not "
@@ -232,7 +220,7 @@ Status RecordReader::ReadRecord(std::string* record) {
     return Fail(errors::DataLoss(path_, ": truncated record at offset ", start,
                                  ": the data CRC is missing"));
   }
-  if (crc32c::Unmask(DecodeFixed32(footer)) !=
+  if (crc32c::Unmask(DecodeRecordFixed32(footer)) !=
       crc32c::Value(record->data(), record->size())) {
     return Fail(errors::DataLoss(path_, ": corrupted record at offset ", start,
                                  ": the CRC of the ", length,

@@ -37,6 +37,18 @@ absl::string_view RecordCompressionName(RecordCompression c);
 inline constexpr size_t kRecordHeaderSize = sizeof(uint64_t) + sizeof(uint32_t);
 inline constexpr size_t kRecordFooterSize = sizeof(uint32_t);
 
+// The framing's little-endian fixed-width integers, read from `p`.
+inline uint64_t DecodeRecordFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+inline uint32_t DecodeRecordFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(p[i]);
+  return v;
+}
+
 // A source of bytes: a file, possibly through a decompressor.
 class RecordInputStream {
  public:
