@@ -15,6 +15,8 @@
 #include "absl/cleanup/cleanup.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/base/env.h"
 
@@ -184,6 +186,8 @@ struct Executor::Plan {
   // Note [Measured kernel costs]: by item, the running estimate of an
   // expensive kernel's cycles per Compute (kUnmeasuredCost until it ran).
   std::unique_ptr<std::atomic<uint64_t>[]> cost_cycles;
+  // By item, NodeExecStats.timeline_label (Note [Timeline labels]).
+  std::vector<std::string> timeline_labels;
 };
 
 namespace {
@@ -265,6 +269,39 @@ Status BuildFrames(const std::vector<Node*>& nodes,
   return absl::OkStatus();
 }
 
+// Note [Timeline labels]. A traced node's NodeExecStats.timeline_label is
+// TensorFlow's: "name = Op(input, input:1, ^control)", and for the nodes
+// that cross devices "name = _Send(tensor_name @recv_device)" /
+// "name = _Recv(tensor_name @send_device)". Timelines (runnel/training/
+// timeline.h) take the op type, the inputs and the Send/Recv pairs (matched
+// by tensor name and devices) from it, as TF's timeline.py does. Built once
+// per executor, so a traced step only copies it.
+std::string TimelineLabel(const Node& n) {
+  if (n.IsSend() || n.IsRecv()) {
+    std::string tensor_name, peer;
+    if (GetAttr(n.attrs(), "tensor_name", &tensor_name).ok() &&
+        GetAttr(n.attrs(), n.IsSend() ? "recv_device" : "send_device", &peer)
+            .ok()) {
+      return absl::StrCat(n.name(), " = ", n.type_string(), "(", tensor_name,
+                          " @", peer, ")");
+    }
+  }
+  std::vector<std::string> inputs;
+  for (const Edge* e : n.input_edges_in_order()) {
+    if (e == nullptr) continue;
+    inputs.push_back(e->src_output() == 0 ? e->src()->name()
+                                          : absl::StrCat(e->src()->name(), ":",
+                                                         e->src_output()));
+  }
+  for (const Edge* e : n.in_edges()) {
+    if (e->IsControlEdge()) {
+      inputs.push_back(absl::StrCat("^", e->src()->name()));
+    }
+  }
+  return absl::StrCat(n.name(), " = ", n.type_string(), "(",
+                      absl::StrJoin(inputs, ", "), ")");
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Executor>> Executor::Create(
@@ -341,6 +378,7 @@ StatusOr<std::unique_ptr<Executor>> Executor::Create(
       }
     }
     if (n->in_edges().empty()) plan->roots.push_back(static_cast<int32_t>(i));
+    plan->timeline_labels.push_back(TimelineLabel(*n));
   }
   RETURN_IF_ERROR(BuildFrames(nodes, index_of, plan.get()));
   // Out edges, grouped per node and sorted by output so "last use" is exact.
@@ -518,6 +556,18 @@ using OutputEntries = absl::InlinedVector<Entry, 4>;
 
 }  // namespace
 
+namespace {
+
+// NodeExecStats.thread_id: small numbers, one per thread that ran a traced
+// node, in the order they first did (timeline rows read "thread 3").
+uint32_t TraceThreadId() {
+  static std::atomic<uint32_t> next{0};
+  thread_local const uint32_t id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
+}  // namespace
+
 class ExecutorState {
  public:
   ExecutorState(const Executor::Plan& plan, const Executor::Args& args,
@@ -540,6 +590,9 @@ class ExecutorState {
     runner_ = [pool = plan.params.pool](std::function<void()> fn) {
       pool->Schedule(std::move(fn));
     };
+    if (args.stats != nullptr) {
+      wall_offset_nanos_ = WallMicros() * 1000 - NowNanos();
+    }
   }
 
   void Start() {
@@ -643,9 +696,8 @@ class ExecutorState {
       stats_owner = std::make_unique<NodeExecStats>();
       stats = stats_owner.get();
       stats->set_node_name(item.kernel->name());
-      stats->set_timeline_label(absl::StrCat(item.kernel->name(), " = ",
-                                             item.kernel->type_string(), "()"));
-      stats->set_all_start_micros(WallMicros());
+      stats->set_timeline_label(plan_.timeline_labels[t.id]);
+      // Monotonic while the node runs; FinishStats makes it wall time.
       stats->set_all_start_nanos(NowNanos());
     }
 
@@ -1140,8 +1192,9 @@ class ExecutorState {
     stats->set_op_start_rel_micros(stats->op_start_rel_nanos() / 1000);
     stats->set_op_end_rel_micros(stats->op_end_rel_nanos() / 1000);
     stats->set_all_end_rel_micros(end / 1000);
-    stats->set_thread_id(static_cast<uint32_t>(
-        std::hash<std::thread::id>()(std::this_thread::get_id()) & 0xffffffff));
+    stats->set_all_start_nanos(stats->all_start_nanos() + wall_offset_nanos_);
+    stats->set_all_start_micros(stats->all_start_nanos() / 1000);
+    stats->set_thread_id(TraceThreadId());
     args_.stats->Save(std::move(*stats));
   }
 
@@ -1226,6 +1279,10 @@ class ExecutorState {
 
   const Executor::Plan& plan_;
   Executor::Args args_;
+  // A traced step's wall clock minus the monotonic one: nodes are timed on
+  // the monotonic clock, and their stats carry wall time (as TF's do, so
+  // the steps of several processes line up in one timeline).
+  int64_t wall_offset_nanos_ = 0;
   Executor::DoneCallback done_;
   // Lock-free path.
   std::unique_ptr<Entry[]> inputs_;
