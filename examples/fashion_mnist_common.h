@@ -19,7 +19,10 @@
 // --summary_every steps the merged summary of that step: the loss scalar,
 // a histogram of every trainable variable and of its gradient, and the
 // first 3 input images; after each epoch the test accuracy as a scalar.
-// `runnel events DIR` lists and prints them.
+// `runnel events DIR` lists and prints them, `runnel board DIR -o r.html`
+// plots them. --trace_step=N runs global step N with a full trace and
+// writes its timeline (examples/summaries.h: DIR/timeline_step_N.json, a
+// Chrome trace; and the RunMetadata into the event file).
 #ifndef RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
 #define RUNNEL_EXAMPLES_FASHION_MNIST_COMMON_H_
 
@@ -35,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/summaries.h"
 #include "examples/tfrecord_input.h"
 #include "runnel/io/idx.h"
 #include "runnel/runnel.h"
@@ -63,6 +67,7 @@ struct Flags {
   int max_steps = 0;           // Stop after this global step (0: no limit).
   std::string logdir;          // Note [Training summaries]; empty: none.
   int summary_every = 100;     // Steps between summaries.
+  int trace_step = 0;          // The global step to trace (0: none).
   // A cluster (examples/distributed_training.h); empty: one process.
   std::string ps_hosts, worker_hosts;  // "h:p,h:p"
   std::string job_name;                // "ps" or "worker"
@@ -86,7 +91,7 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "[--data_dir=%s] [--seed=%d] [--data=memory|tfrecord] "
                  "[--tfrecord_dir=%s] [--checkpoint_dir=DIR] "
                  "[--save_every=%d] [--max_steps=N] [--logdir=DIR "
-                 "[--summary_every=%d]] [--ps_hosts=H:P,... "
+                 "[--summary_every=%d]] [--trace_step=N] [--ps_hosts=H:P,... "
                  "--worker_hosts=H:P,... --job_name=ps|worker "
                  "--task_index=N [--sync_replicas] "
                  "[--replicas_to_aggregate=N] [--straggler_ms=X]]\n",
@@ -150,6 +155,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
           static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--logdir") {
       f->logdir = value;
+    } else if (arg == "--trace_step") {
+      f->trace_step = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--summary_every") {
       f->summary_every = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--max_steps") {
@@ -166,11 +173,13 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
   }
   if (f->epochs < 0 || f->batch_size <= 0 || !(f->learning_rate > 0) ||
       !(f->decay > 0 && f->decay <= 1) || f->save_every <= 0 ||
-      f->max_steps < 0 || (f->data != "memory" && f->data != "tfrecord")) {
-    std::fprintf(stderr,
-                 "need epochs >= 0, batch_size > 0, learning_rate > 0, "
-                 "0 < decay <= 1, save_every > 0, max_steps >= 0, "
-                 "data memory or tfrecord\n");
+      f->max_steps < 0 || f->trace_step < 0 ||
+      (f->data != "memory" && f->data != "tfrecord")) {
+    std::fprintf(
+        stderr,
+        "need epochs >= 0, batch_size > 0, learning_rate > 0, "
+        "0 < decay <= 1, save_every > 0, max_steps >= 0, trace_step >= 0, "
+        "data memory or tfrecord\n");
     usage(2);
   }
 }
@@ -377,11 +386,7 @@ inline Output BuildSummaries(const Scope& root, const Classifier& model) {
 
 inline void WriteScalar(training::FileWriter* writer, const std::string& tag,
                         float value, int64_t step) {
-  Summary summary;
-  Summary::Value* v = summary.add_value();
-  v->set_tag(tag);
-  v->set_simple_value(value);
-  Die(writer->AddSummary(summary, step), "writing a summary");
+  Die(WriteScalarSummary(writer, tag, value, step), "writing a summary");
 }
 
 inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
@@ -485,14 +490,25 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
           writer != nullptr && (done + 1) % flags.summary_every == 0;
       std::vector<Output> fetches = {model.loss};
       if (summarize) fetches.push_back(summaries);
-      if (model.pipeline != nullptr) {
-        Die(session.Run({}, fetches, {model.train_op}, &out), "training step");
-      } else {
+      const bool trace = done + 1 == flags.trace_step;
+      const RunOptions options = trace ? TracedStepOptions() : RunOptions();
+      RunMetadata metadata;
+      ClientSession::FeedType feeds;
+      if (model.pipeline == nullptr) {
         Tensor x, y;
         GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
-        Die(session.Run({{model.images, x}, {model.labels, y}}, fetches,
-                        {model.train_op}, &out),
-            "training step");
+        feeds = {{model.images, x}, {model.labels, y}};
+      }
+      Die(session.Run(options, feeds, fetches, {model.train_op}, &out,
+                      trace ? &metadata : nullptr),
+          "training step");
+      if (trace) {
+        std::string path;
+        Die(WriteStepTrace(metadata, done + 1, flags.logdir, writer.get(),
+                           &path),
+            "writing the step's trace");
+        std::printf("\ntrace of step %d written to %s\n", flags.trace_step,
+                    path.c_str());
       }
       loss_sum += out[0].scalar<float>();
       ++ran;

@@ -4,7 +4,8 @@
 //   build/examples/lstm_lm [--epochs 2] [--softmax full|sampled]
 //                          [--num_sampled 512] [--learning_rate 1.0]
 //                          [--rnn block|while_loop] [--max_steps N]
-//                          [--data_dir DIR]
+//                          [--data_dir DIR] [--logdir DIR]
+//                          [--summary_every 100] [--trace_step N]
 //
 // Text is lower-cased and split into words and punctuation; every fortune
 // ends with <eos>; the 10,000 most frequent tokens form the vocabulary
@@ -12,6 +13,12 @@
 // validation. Training reads the token stream as 64 parallel rows cut into
 // windows of 20 (truncated backpropagation, zero initial state), with SGD;
 // after every epoch it prints the validation perplexity (full softmax).
+//
+// With --logdir, an event file there holds the graph, the training loss
+// and its perplexity (exp of the mean loss since the last point) every
+// --summary_every steps, and the validation perplexity before training and
+// after every epoch (`runnel events DIR`, `runnel board DIR -o r.html`).
+// --trace_step=N writes step N's timeline (examples/summaries.h).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,6 +29,7 @@
 
 #include "absl/strings/numbers.h"
 #include "examples/lstm_lm_model.h"
+#include "examples/summaries.h"
 
 namespace runnel::examples {
 namespace {
@@ -34,6 +42,9 @@ struct Flags {
   int max_steps = 0;  // 0: no limit.
   bool while_loop = false;
   std::string data_dir = "/usr/share/games/fortunes";
+  std::string logdir;  // Empty: no summaries.
+  int summary_every = 100;
+  int trace_step = 0;  // 0: none.
 };
 
 double Now() {
@@ -55,7 +66,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: lstm_lm [--epochs N] [--softmax full|sampled] "
                  "[--num_sampled N] [--learning_rate X] "
-                 "[--rnn block|while_loop] [--max_steps N] [--data_dir DIR]\n");
+                 "[--rnn block|while_loop] [--max_steps N] [--data_dir DIR] "
+                 "[--logdir DIR] [--summary_every N] [--trace_step N]\n");
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
@@ -85,6 +97,12 @@ int Main(int argc, char** argv) {
       flags.while_loop = v == "while_loop";
     } else if (f == "--data_dir") {
       flags.data_dir = v;
+    } else if (f == "--logdir") {
+      flags.logdir = v;
+    } else if (f == "--summary_every") {
+      ok = absl::SimpleAtoi(v, &flags.summary_every) && flags.summary_every > 0;
+    } else if (f == "--trace_step") {
+      ok = absl::SimpleAtoi(v, &flags.trace_step) && flags.trace_step >= 0;
     } else {
       std::fprintf(stderr, "lstm_lm: unknown flag %s\n", f.c_str());
       return usage();
@@ -94,6 +112,13 @@ int Main(int argc, char** argv) {
                    v.c_str());
       return usage();
     }
+  }
+  // An unwritable log directory fails here, before the corpus is read.
+  std::unique_ptr<training::FileWriter> writer;
+  if (!flags.logdir.empty()) {
+    auto w = training::FileWriter::Create(flags.logdir);
+    Check(w.status(), "open the log directory");
+    writer = *std::move(w);
   }
   auto fortunes = ReadFortunes(flags.data_dir);
   Check(fortunes.status(), "read the corpus");
@@ -129,8 +154,24 @@ int Main(int argc, char** argv) {
     }
     return std::exp(sum / std::max<int64_t>(n, 1));
   };
+  if (writer != nullptr) {
+    GraphDef graph;
+    Check(root.ToGraphDef(&graph), "export the graph");
+    Check(writer->AddGraph(graph, 0), "write the graph");
+    SessionLog start;
+    start.set_status(SessionLog::START);
+    Check(writer->AddSessionLog(start, 0), "write the session log");
+  }
+  const double initial = perplexity();
   std::printf("softmax: %s; validation perplexity before training: %.1f\n",
-              flags.sampled ? "sampled" : "full", perplexity());
+              flags.sampled ? "sampled" : "full", initial);
+  if (writer != nullptr) {
+    Check(WriteScalarSummary(writer.get(), "validation_perplexity",
+                             static_cast<float>(initial), 0),
+          "write a summary");
+  }
+  double summary_loss = 0;  // Since the last loss point.
+  int summary_steps = 0;
 
   const int64_t windows = Windows(corpus.train, config.batch, config.steps);
   const double start = Now();
@@ -142,11 +183,34 @@ int Main(int argc, char** argv) {
       if (flags.max_steps > 0 && step >= flags.max_steps) break;
       Tensor x, y;
       Window(corpus.train, config.batch, config.steps, k, &x, &y);
-      Check(session.Run({{m.inputs, x}, {m.targets, y}}, {m.loss}, {m.train},
-                        &out),
+      const bool trace = step + 1 == flags.trace_step;
+      RunMetadata metadata;
+      Check(session.Run(trace ? TracedStepOptions() : RunOptions(),
+                        {{m.inputs, x}, {m.targets, y}}, {m.loss}, {m.train},
+                        &out, trace ? &metadata : nullptr),
             "train");
       loss_sum += out[0].scalar<float>();
       ++step;
+      if (trace) {
+        std::string path;
+        Check(WriteStepTrace(metadata, step, flags.logdir, writer.get(), &path),
+              "write the step's trace");
+        std::printf("\ntrace of step %lld written to %s\n",
+                    static_cast<long long>(step), path.c_str());
+      }
+      summary_loss += out[0].scalar<float>();
+      ++summary_steps;
+      if (writer != nullptr && step % flags.summary_every == 0) {
+        const double mean = summary_loss / summary_steps;
+        Check(WriteScalarSummary(writer.get(), "loss", static_cast<float>(mean),
+                                 step),
+              "write a summary");
+        Check(WriteScalarSummary(writer.get(), "train_perplexity",
+                                 static_cast<float>(std::exp(mean)), step),
+              "write a summary");
+        summary_loss = 0;
+        summary_steps = 0;
+      }
       const int width = 30;
       const int done = static_cast<int>(width * (k + 1) / windows);
       std::printf("\repoch %d [%s%s] %lld/%lld loss %.3f  %.0f words/s", epoch,
@@ -157,9 +221,19 @@ int Main(int argc, char** argv) {
                   (k + 1) * config.batch * config.steps / (Now() - t0));
       std::fflush(stdout);
     }
+    const double valid = perplexity();
     std::printf("\nepoch %d: validation perplexity %.1f (%.0f s so far)\n",
-                epoch, perplexity(), Now() - start);
+                epoch, valid, Now() - start);
+    if (writer != nullptr) {
+      Check(WriteScalarSummary(writer.get(), "validation_perplexity",
+                               static_cast<float>(valid), step),
+            "write a summary");
+    }
     if (flags.max_steps > 0 && step >= flags.max_steps) break;
+  }
+  if (writer != nullptr) {
+    Check(writer->Close(), "close the event file");
+    std::printf("summaries written to %s\n", writer->path().c_str());
   }
   return 0;
 }
