@@ -14,6 +14,7 @@ packages=(
   fortunes
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist
+  chromium  # headless: tools/board_browser_test.sh renders `runnel board`'s page
 )
 
 missing=()

@@ -96,13 +96,16 @@
 #include "absl/strings/str_join.h"
 #include "google/protobuf/text_format.h"
 #include "runnel/base/env.h"
+#include "runnel/base/json.h"
 #include "runnel/framework/allocator.h"
 #include "runnel/framework/tensor.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/tensor_id.h"
 #include "runnel/io/event_reader.h"
 #include "runnel/runtime/session.h"
+#include "tools/board_command.h"
 #include "tools/feed_parser.h"
+#include "tools/timeline_command.h"
 
 namespace runnel {
 namespace {
@@ -121,6 +124,8 @@ int Usage() {
          "F --tls_ca F]]\n"
          "  runnel inspect GRAPH [--max_graph_bytes N]\n"
          "  runnel events PATH [--tag TAG] [--json]\n"
+         "  runnel timeline RUN_METADATA.pb [-o TRACE.json] [--top N]\n"
+         "  runnel board LOGDIR -o REPORT.html\n"
          "  runnel server (--cluster SPEC --job J --task T | --slurm | "
          "--mpi | TF_CONFIG) ...\n"
          "  runnel ops\n"
@@ -221,38 +226,6 @@ std::vector<std::string> NodesWithFedPaths(const GraphDef& gdef,
 // ---------------------------------------------------------------------------
 // Output
 
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (c < 0x20 || c >= 0x7f) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
 std::string JsonValue(const Tensor& t, int64_t i) {
   if (t.dtype() == DT_STRING) return JsonString(t.flat<tstring>()[i]);
   std::string v = t.ElementString(i);
@@ -300,7 +273,7 @@ int Run(const std::vector<std::string>& args) {
   int64_t timeout_ms = -1;  // -1: the mode's default.
   int64_t max_graph_bytes = kDefaultMaxGraphBytes;
   ConfigProto config;
-  std::string partition_dir, master, tls_cert, tls_key, tls_ca;
+  std::string partition_dir, trace_path, master, tls_cert, tls_key, tls_ca;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) {
@@ -329,6 +302,8 @@ int Run(const std::vector<std::string>& args) {
       tls_ca = v;
     } else if (a == "--partition_graphs" && value(&v)) {
       partition_dir = v;
+    } else if (a == "--trace" && value(&v)) {
+      trace_path = v;
     } else if (a == "--placement" && value(&v)) {
       config.mutable_graph_options()->set_runnel_placement_strategy(v);
     } else if (a == "--device_count" && value(&v)) {
@@ -461,6 +436,7 @@ int Run(const std::vector<std::string>& args) {
   RunOptions last_options = run_options;
   RunMetadata metadata;
   if (!partition_dir.empty()) last_options.set_output_partition_graphs(true);
+  if (!trace_path.empty()) last_options.set_trace_level(RunOptions::FULL_TRACE);
   std::vector<Tensor> outputs;
   if (!inits.empty()) {
     Status s =
@@ -487,6 +463,16 @@ int Run(const std::vector<std::string>& args) {
     }
     std::cerr << "wrote " << metadata.partition_graphs_size()
               << " partition graph(s) to " << partition_dir << "\n";
+  }
+  if (!trace_path.empty()) {
+    // The last step's RunMetadata, for `runnel timeline`.
+    std::string bytes;
+    if (!metadata.SerializeToString(&bytes)) {
+      return Fail(errors::Internal("cannot serialize the run metadata"));
+    }
+    if (Status s = WriteStringToFile(trace_path, bytes); !s.ok())
+      return Fail(s);
+    std::cerr << "wrote the last step's trace to " << trace_path << "\n";
   }
   if (json) {
     std::vector<std::string> parts;
@@ -642,47 +628,28 @@ void DescribeValue(const Summary::Value& v, EventPoint* p) {
   }
 }
 
-struct TagStats {
-  SummaryKind kind = SummaryKind::kNone;  // Of the tag's first value.
-  int64_t count = 0;
-  int64_t first_step = 0, last_step = 0;
-};
-
-// What `events` gathers from one run.
+// What `events` gathers from one run: its tags' points after TensorBoard's
+// purges of orphaned data (Note [Orphaned data] in runnel/io/event_reader.h),
+// so counts and series are what TensorBoard would show; the values are kept
+// for --tag only.
 struct RunStats {
   EventRun run;
   std::vector<std::pair<std::string, EventFileReport>> files;
-  int64_t events = 0, graphs = 0, meta_graphs = 0, run_metadata = 0,
-          session_logs = 0;
-  std::map<std::string, TagStats> tags;
+  EventAccumulator acc;
   std::vector<EventPoint> series;  // Of --tag.
 };
 
 // Reads every file of `run`; warnings for damage and unreadable files go to
 // stderr.
 RunStats ReadRun(const EventRun& run, const std::string& tag) {
-  RunStats stats;
-  stats.run = run;
+  EventAccumulator::Options options;
+  options.values_to_keep = [tag](const std::string& t, SummaryKind) {
+    return !tag.empty() && t == tag ? EventAccumulator::kAllValues : 0;
+  };
+  RunStats stats{run, {}, EventAccumulator(std::move(options)), {}};
   for (const std::string& file : run.files) {
     auto report = ReadEvents(file, [&](const Event& e) {
-      ++stats.events;
-      if (e.has_graph_def()) ++stats.graphs;
-      if (e.has_meta_graph_def()) ++stats.meta_graphs;
-      if (e.has_tagged_run_metadata()) ++stats.run_metadata;
-      if (e.has_session_log()) ++stats.session_logs;
-      for (const Summary::Value& v : e.summary().value()) {
-        TagStats& t = stats.tags[v.tag()];
-        if (t.count++ == 0) {
-          t.kind = SummaryValueKind(v);
-          t.first_step = e.step();
-        }
-        t.last_step = e.step();
-        if (!tag.empty() && v.tag() == tag) {
-          EventPoint p{e.step(), e.wall_time(), "", ""};
-          DescribeValue(v, &p);
-          stats.series.push_back(std::move(p));
-        }
-      }
+      stats.acc.AddEvent(e);
       return absl::OkStatus();
     });
     if (!report.ok()) {
@@ -698,7 +665,21 @@ RunStats ReadRun(const EventRun& run, const std::string& tag) {
     }
     stats.files.emplace_back(file, std::move(*report));
   }
+  auto it = stats.acc.tags().find(tag);
+  if (!tag.empty() && it != stats.acc.tags().end()) {
+    for (const TagPoint& tp : it->second.points) {
+      EventPoint p{tp.step, tp.wall_time, "", ""};
+      DescribeValue(tp.value, &p);
+      stats.series.push_back(std::move(p));
+    }
+  }
   return stats;
+}
+
+// A tag's steps as "first-last", "-" when every point was purged.
+std::string StepRange(const TagSeries& t) {
+  if (t.points.empty()) return "-";
+  return absl::StrCat(t.points.front().step, "-", t.points.back().step);
 }
 
 std::string JsonDamage(const EventFileReport& r) {
@@ -719,19 +700,26 @@ std::string JsonRun(const RunStats& s) {
                                  ", \"events\": ", r.num_events,
                                  ", \"damage\": ", JsonDamage(r), "}"));
   }
-  for (const auto& [tag, t] : s.tags) {
-    tags.push_back(absl::StrCat("{\"tag\": ", JsonString(tag), ", \"kind\": \"",
-                                SummaryKindName(t.kind), "\", \"count\": ",
-                                t.count, ", \"first_step\": ", t.first_step,
-                                ", \"last_step\": ", t.last_step, "}"));
+  for (const auto& [tag, t] : s.acc.tags()) {
+    const bool any = !t.points.empty();
+    tags.push_back(absl::StrCat(
+        "{\"tag\": ", JsonString(tag), ", \"kind\": \"",
+        SummaryKindName(t.kind), "\", \"count\": ", t.points.size(),
+        ", \"first_step\": ",
+        any ? absl::StrCat(t.points.front().step) : "null",
+        ", \"last_step\": ", any ? absl::StrCat(t.points.back().step) : "null",
+        t.purged > 0 ? absl::StrCat(", \"purged\": ", t.purged) : "", "}"));
   }
+  const EventAccumulator& a = s.acc;
   return absl::StrCat("{\"name\": ", JsonString(s.run.name),
                       ", \"dir\": ", JsonString(s.run.dir), ", \"files\": [",
-                      absl::StrJoin(files, ", "), "], \"events\": ", s.events,
-                      ", \"graphs\": ", s.graphs,
-                      ", \"meta_graphs\": ", s.meta_graphs,
-                      ", \"run_metadata\": ", s.run_metadata,
-                      ", \"session_logs\": ", s.session_logs, ", \"tags\": [",
+                      absl::StrJoin(files, ", "),
+                      "], \"events\": ", a.num_events(),
+                      ", \"graphs\": ", a.num_graphs(),
+                      ", \"meta_graphs\": ", a.num_meta_graphs(),
+                      ", \"run_metadata\": ", a.num_run_metadata(),
+                      ", \"session_logs\": ", a.num_session_logs(),
+                      ", \"purged\": ", a.num_purged(), ", \"tags\": [",
                       absl::StrJoin(tags, ", "), "]}");
 }
 
@@ -742,34 +730,48 @@ std::string JsonSeries(const RunStats& s, const std::string& tag) {
                                   ", \"wall_time\": ", JsonNumber(p.wall_time),
                                   ", \"value\": ", p.json, "}"));
   }
+  const TagSeries& t = s.acc.tags().at(tag);
   return absl::StrCat("{\"run\": ", JsonString(s.run.name), ", \"kind\": \"",
-                      SummaryKindName(s.tags.at(tag).kind), "\", \"points\": [",
-                      absl::StrJoin(points, ", "), "]}");
+                      SummaryKindName(t.kind), "\", \"purged\": ", t.purged,
+                      ", \"points\": [", absl::StrJoin(points, ", "), "]}");
 }
 
 void PrintRun(const RunStats& s) {
   std::cout << "run " << s.run.name << " (" << s.run.dir
-            << "): " << s.files.size() << " event file(s), " << s.events
-            << " events\n";
-  std::cout << "  graphs " << s.graphs << ", meta graphs " << s.meta_graphs
-            << ", run metadata " << s.run_metadata << ", session logs "
-            << s.session_logs << "\n";
-  if (s.tags.empty()) return;
+            << "): " << s.files.size() << " event file(s), "
+            << s.acc.num_events() << " events\n";
+  std::cout << "  graphs " << s.acc.num_graphs() << ", meta graphs "
+            << s.acc.num_meta_graphs() << ", run metadata "
+            << s.acc.num_run_metadata() << ", session logs "
+            << s.acc.num_session_logs() << "\n";
+  if (s.acc.num_purged() > 0) {
+    std::vector<std::string> per_tag;
+    for (const auto& [tag, t] : s.acc.tags()) {
+      if (t.purged > 0) per_tag.push_back(absl::StrCat(tag, " ", t.purged));
+    }
+    std::cout << "  purged " << s.acc.num_purged()
+              << " orphaned point(s), as TensorBoard does (a restart or a step "
+                 "going back): "
+              << absl::StrJoin(per_tag, ", ") << "\n";
+  }
+  if (s.acc.tags().empty()) return;
   size_t width = 3;
-  for (const auto& [tag, t] : s.tags) width = std::max(width, tag.size());
+  for (const auto& [tag, t] : s.acc.tags()) width = std::max(width, tag.size());
   std::cout << absl::StrFormat("  %-*s  %-9s  %7s  %s\n", width, "tag", "kind",
                                "count", "steps");
-  for (const auto& [tag, t] : s.tags) {
-    std::cout << absl::StrFormat("  %-*s  %-9s  %7d  %d-%d\n", width, tag,
-                                 SummaryKindName(t.kind), t.count, t.first_step,
-                                 t.last_step);
+  for (const auto& [tag, t] : s.acc.tags()) {
+    std::cout << absl::StrFormat("  %-*s  %-9s  %7d  %s\n", width, tag,
+                                 SummaryKindName(t.kind), t.points.size(),
+                                 StepRange(t));
   }
 }
 
 void PrintSeries(const RunStats& s, const std::string& tag) {
+  const TagSeries& t = s.acc.tags().at(tag);
   std::cout << "run " << s.run.name << ", tag " << tag << " ("
-            << SummaryKindName(s.tags.at(tag).kind) << "): " << s.series.size()
-            << " points\n";
+            << SummaryKindName(t.kind) << "): " << s.series.size() << " points"
+            << (t.purged > 0 ? absl::StrCat(" (", t.purged, " purged)") : "")
+            << "\n";
   std::cout << "  step  wall_time  value\n";
   for (const EventPoint& p : s.series) {
     std::cout << "  " << p.step << "  " << ShortestNumber(p.wall_time) << "  "
@@ -816,7 +818,7 @@ int Events(const std::vector<std::string>& args) {
   }
   std::vector<const RunStats*> with_tag;
   for (const RunStats& s : stats) {
-    if (s.tags.count(tag) > 0) with_tag.push_back(&s);
+    if (s.acc.tags().count(tag) > 0) with_tag.push_back(&s);
   }
   if (with_tag.empty()) {
     return Fail(
@@ -861,6 +863,8 @@ int main(int argc, char** argv) {
   if (cmd == "run") return runnel::Run(args);
   if (cmd == "inspect") return runnel::Inspect(args);
   if (cmd == "events") return runnel::Events(args);
+  if (cmd == "timeline") return runnel::TimelineCommand(args);
+  if (cmd == "board") return runnel::BoardCommand(args);
   if (cmd == "ops") return runnel::Ops();
 #ifdef RUNNEL_WITH_GRPC
   if (cmd == "server") return runnel::ServerCommand(args);

@@ -260,6 +260,47 @@ check "and keeps one partition" 1 "$(ls "$tmp/plain" | grep -c '^partition_.*pbt
 check "an unknown --placement exits 1" 1 "$?"
 check "and names it" 1 "$(grep -c "runnel_placement_strategy 'fastest'" "$tmp/err.txt")"
 
+# --- Timelines ---------------------------------------------------------------
+# The two-device graph traced: `run --trace` writes the last step's
+# RunMetadata, `timeline` makes it a Chrome trace (valid JSON, checked by
+# Python's parser): a process per device, an event per node, the _Send ->
+# _Recv arrow of b; --top prints the op types with their counts (0: all).
+"$runnel" run "$tmp/two_devices.pbtxt" --device_count CPU=2 --feed a=20 --fetch c \
+  --trace "$tmp/run_metadata.pb" >/dev/null 2>&1
+check "run --trace exits 0" 0 "$?"
+"$runnel" timeline "$tmp/run_metadata.pb" -o "$tmp/trace.json" >/dev/null 2>&1
+check "timeline -o exits 0" 0 "$?"
+out=$(/usr/bin/python3 - "$tmp/trace.json" <<'PY'
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+procs = sorted(e["args"]["name"] for e in events
+               if e["ph"] == "M" and e["name"] == "process_name")
+nodes = sorted(e["args"]["name"] for e in events if e["ph"] == "X")
+starts = {e["id"]: e["pid"] for e in events if e["ph"] == "s"}
+ends = {e["id"]: e["pid"] for e in events if e["ph"] == "f"}
+cross = sum(1 for i in starts if i in ends and ends[i] != starts[i])
+print(len(procs), procs[1].endswith("CPU:1 Compute"),
+      all(n in nodes for n in "bc"), cross >= 1)
+PY
+)
+check "trace: 2 devices, nodes b c, a cross-device arrow" "2 True True True" "$out"
+out=$("$runnel" timeline "$tmp/run_metadata.pb" --top 0 | grep -cE '^Mul +1 ')
+check "timeline --top 0 lists Mul, run once" 1 "$out"
+"$runnel" timeline "$tmp/trace.json" >/dev/null 2>"$tmp/err.txt"
+check "a file that is not RunMetadata exits 1" 1 "$?"
+printf '' > "$tmp/empty.pb"
+"$runnel" timeline "$tmp/empty.pb" >/dev/null 2>"$tmp/err.txt"
+check "RunMetadata without step stats exits 1" 1 "$?"
+check "and says to trace" 1 "$(grep -c 'FULL_TRACE' "$tmp/err.txt")"
+head -c 100000 /dev/urandom > "$tmp/random.pb"
+"$runnel" timeline "$tmp/random.pb" >/dev/null 2>&1
+rc=$?
+check "random bytes exit 1, no crash" 1 "$rc"
+"$runnel" timeline "$tmp/run_metadata.pb" --max_bytes 10 >/dev/null 2>&1
+check "over --max_bytes exits 1" 1 "$?"
+"$runnel" timeline >/dev/null 2>&1
+check "timeline without a file is a usage error" 2 "$?"
+
 # --- Event files (TensorBoard) ------------------------------------------------
 # The Keras callback's file (testdata/tf/README.md): 83 records, a graph, a
 # meta graph, scalars loss/acc/val_loss/val_acc for steps 0-19.

@@ -409,4 +409,61 @@ StatusOr<std::vector<EventRun>> FindEventRuns(const std::string& path) {
   return out;
 }
 
+// ---------------------------------------------------------------------------
+// Accumulating a run's series
+
+void EventAccumulator::PurgeFrom(TagSeries* series, int64_t step) {
+  // The points are in step order (Note [Orphaned data]): cut the tail.
+  auto first =
+      std::lower_bound(series->points.begin(), series->points.end(), step,
+                       [](const TagPoint& p, int64_t s) { return p.step < s; });
+  const int64_t n = series->points.end() - first;
+  series->points.erase(first, series->points.end());
+  series->purged += n;
+  num_purged_ += n;
+}
+
+void EventAccumulator::AddValue(const Event& event,
+                                const Summary::Value& value) {
+  auto [it, added] = tags_.try_emplace(value.tag());
+  TagSeries& series = it->second;
+  if (added) {
+    series.kind = SummaryValueKind(value);
+    series.values_to_keep =
+        options_.values_to_keep
+            ? options_.values_to_keep(value.tag(), series.kind)
+            : kAllValues;
+  }
+  if (!series.points.empty() && event.step() < series.points.back().step) {
+    PurgeFrom(&series, event.step());
+  }
+  TagPoint& p = series.points.emplace_back();
+  p.step = event.step();
+  p.wall_time = event.wall_time();
+  if (series.values_to_keep > 0) {
+    p.value = value;
+    p.value.clear_tag();
+  }
+  // Only the latest values_to_keep points hold a value.
+  const int64_t n = static_cast<int64_t>(series.points.size());
+  if (series.values_to_keep < n && series.values_to_keep > 0) {
+    series.points[n - 1 - series.values_to_keep].value.Clear();
+  }
+}
+
+void EventAccumulator::AddEvent(const Event& event) {
+  ++num_events_;
+  if (event.has_graph_def()) ++num_graphs_;
+  if (event.has_meta_graph_def()) ++num_meta_graphs_;
+  if (event.has_tagged_run_metadata()) ++num_run_metadata_;
+  if (event.has_session_log()) {
+    ++num_session_logs_;
+    if (event.session_log().status() == SessionLog::START) {
+      ++num_restarts_;
+      for (auto& [tag, series] : tags_) PurgeFrom(&series, event.step());
+    }
+  }
+  for (const Summary::Value& v : event.summary().value()) AddValue(event, v);
+}
+
 }  // namespace runnel

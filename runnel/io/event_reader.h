@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -178,6 +179,105 @@ struct EventRun {
 // directory (a FIFO); an unreadable subdirectory is skipped, an unreadable
 // `path` is Unavailable.
 StatusOr<std::vector<EventRun>> FindEventRuns(const std::string& path);
+
+// ---------------------------------------------------------------------------
+// Accumulating a run's series
+
+// Note [Orphaned data]. When training crashes and resumes from a checkpoint
+// at step s, the log directory holds points for steps >= s twice: those the
+// crashed process wrote after its last checkpoint, and the resumed
+// process's. TensorBoard drops the first kind ("orphaned data") and so does
+// EventAccumulator, by two rules applied to the events of a run in file
+// order (all of a run's files, oldest first, into one accumulator):
+//   - restart: an Event with session_log.status == START at step s discards
+//     every point already read with step >= s, of every tag (TensorBoard's
+//     EventAccumulator._CheckForRestartAndMaybePurge; our training loop
+//     writes START at the step it starts from,
+//     examples/fashion_mnist_common.h);
+//   - out of order: a value of tag T at step s, where s is lower than the
+//     step of T's last point, first discards T's points with step >= s
+//     (TensorBoard's out-of-order purge, per tag as the reservoirs of its
+//     data server do it). A value at the same step as the last is kept
+//     beside it (the data server's reservoirs would replace the last).
+// So a tag's points are always in nondecreasing step order, and a purge
+// only ever cuts the tail of a series.
+
+// One point of a tag's series.
+struct TagPoint {
+  int64_t step = 0;
+  double wall_time = 0;
+  // The value with its tag cleared (the series is keyed by it); cleared
+  // entirely (value_case() VALUE_NOT_SET) when EventAccumulator::Options
+  // did not keep it.
+  Summary::Value value;
+};
+
+// A tag's points in one run.
+struct TagSeries {
+  SummaryKind kind = SummaryKind::kNone;  // Of the tag's first value.
+  std::vector<TagPoint> points;           // In nondecreasing step order.
+  int64_t purged = 0;  // Points discarded (Note [Orphaned data]).
+  // How many of the latest points keep their value (Options).
+  int64_t values_to_keep = 0;
+};
+
+// Gathers the summary values of one run's events, per tag, applying the
+// purge rules of Note [Orphaned data]; the other kinds of events are
+// counted.
+//
+//   EventAccumulator acc;
+//   for (const std::string& file : run.files) {
+//     ReadEvents(file, [&](const Event& e) {
+//       acc.AddEvent(e);
+//       return absl::OkStatus();
+//     });
+//   }
+//   for (const auto& [tag, series] : acc.tags()) ...
+//
+// Memory: every point keeps its step and wall time; its value only while it
+// is one of the tag's latest Options::values_to_keep points. Not
+// thread-safe.
+class EventAccumulator {
+ public:
+  static constexpr int64_t kAllValues = INT64_MAX;
+  struct Options {
+    // How many of a tag's latest points keep their Summary::Value; asked
+    // once per tag, at its first value. Null: all of them. A purge can leave
+    // fewer than that many values (those older were already dropped), as
+    // with TensorBoard's reservoirs.
+    std::function<int64_t(const std::string& tag, SummaryKind kind)>
+        values_to_keep;
+  };
+  EventAccumulator() = default;
+  explicit EventAccumulator(Options options) : options_(std::move(options)) {}
+
+  // Takes the next event of the run, in file order.
+  void AddEvent(const Event& event);
+
+  // The run's tags, sorted by name.
+  const std::map<std::string, TagSeries>& tags() const { return tags_; }
+  // Points discarded by either rule, over all tags.
+  int64_t num_purged() const { return num_purged_; }
+  // SessionLog START events (each is a restart, even if it purged nothing).
+  int64_t num_restarts() const { return num_restarts_; }
+
+  // Events taken, and those of each other kind.
+  int64_t num_events() const { return num_events_; }
+  int64_t num_graphs() const { return num_graphs_; }
+  int64_t num_meta_graphs() const { return num_meta_graphs_; }
+  int64_t num_run_metadata() const { return num_run_metadata_; }
+  int64_t num_session_logs() const { return num_session_logs_; }
+
+ private:
+  // Discards `series`' points with step >= `step`.
+  void PurgeFrom(TagSeries* series, int64_t step);
+  void AddValue(const Event& event, const Summary::Value& value);
+
+  Options options_;
+  std::map<std::string, TagSeries> tags_;
+  int64_t num_purged_ = 0, num_restarts_ = 0, num_events_ = 0, num_graphs_ = 0,
+          num_meta_graphs_ = 0, num_run_metadata_ = 0, num_session_logs_ = 0;
+};
 
 }  // namespace runnel
 

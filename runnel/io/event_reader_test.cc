@@ -398,5 +398,142 @@ TEST(EventReaderTest, FindEventRuns) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// ---------------------------------------------------------------------------
+// EventAccumulator (Note [Orphaned data])
+
+Event ScalarEvent(int64_t step, const std::string& tag, float v) {
+  Event e;
+  e.set_step(step);
+  e.set_wall_time(1000.0 + step);
+  Summary::Value* value = e.mutable_summary()->add_value();
+  value->set_tag(tag);
+  value->set_simple_value(v);
+  return e;
+}
+
+Event StartEvent(int64_t step) {
+  Event e;
+  e.set_step(step);
+  e.mutable_session_log()->set_status(SessionLog::START);
+  return e;
+}
+
+std::vector<int64_t> Steps(const TagSeries& s) {
+  std::vector<int64_t> steps;
+  for (const TagPoint& p : s.points) steps.push_back(p.step);
+  return steps;
+}
+
+TEST(EventAccumulatorTest, RestartPurgesEveryTagFromItsStep) {
+  EventAccumulator acc;
+  acc.AddEvent(StartEvent(0));  // A fresh run: nothing to purge.
+  for (int64_t step = 1; step <= 5; ++step) {
+    acc.AddEvent(ScalarEvent(step, "loss", 1.0f / step));
+    Event h;
+    h.set_step(step);
+    Summary::Value* v = h.mutable_summary()->add_value();
+    v->set_tag("w");
+    v->mutable_histo()->set_num(step);
+    acc.AddEvent(h);
+  }
+  acc.AddEvent(ScalarEvent(2, "acc", 0.5f));  // Out of order, another tag.
+  EXPECT_EQ(acc.num_purged(), 0);
+  // Resumed from a checkpoint at step 3: the crashed process's 3, 4, 5 go.
+  acc.AddEvent(StartEvent(3));
+  EXPECT_EQ(acc.num_restarts(), 2);
+  EXPECT_EQ(acc.num_session_logs(), 2);
+  EXPECT_EQ(acc.num_purged(), 6);
+  acc.AddEvent(ScalarEvent(3, "loss", 0.25f));
+  acc.AddEvent(ScalarEvent(4, "loss", 0.125f));
+
+  ASSERT_EQ(acc.tags().size(), 3u);
+  const TagSeries& loss = acc.tags().at("loss");
+  EXPECT_EQ(loss.kind, SummaryKind::kScalar);
+  EXPECT_EQ(Steps(loss), (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(loss.purged, 3);
+  EXPECT_EQ(loss.points[2].value.simple_value(), 0.25f);
+  EXPECT_EQ(loss.points[2].wall_time, 1003.0);
+  EXPECT_EQ(loss.points[2].value.tag(), "");  // The map key holds it.
+  const TagSeries& w = acc.tags().at("w");
+  EXPECT_EQ(w.kind, SummaryKind::kHistogram);
+  EXPECT_EQ(Steps(w), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(w.points[1].value.histo().num(), 2);
+  EXPECT_EQ(Steps(acc.tags().at("acc")), std::vector<int64_t>{2});
+  EXPECT_EQ(acc.num_events(), 15);
+}
+
+TEST(EventAccumulatorTest, StepGoingBackPurgesThatTagOnly) {
+  EventAccumulator acc;
+  for (int64_t step : {10, 20, 30}) {
+    acc.AddEvent(ScalarEvent(step, "a", step));
+    acc.AddEvent(ScalarEvent(step, "b", step));
+  }
+  acc.AddEvent(ScalarEvent(15, "a", -1));
+  EXPECT_EQ(Steps(acc.tags().at("a")), (std::vector<int64_t>{10, 15}));
+  EXPECT_EQ(acc.tags().at("a").purged, 2);
+  EXPECT_EQ(Steps(acc.tags().at("b")), (std::vector<int64_t>{10, 20, 30}));
+  // The same step again is kept beside the last; an even lower one cuts
+  // both.
+  acc.AddEvent(ScalarEvent(15, "a", -2));
+  EXPECT_EQ(Steps(acc.tags().at("a")), (std::vector<int64_t>{10, 15, 15}));
+  acc.AddEvent(ScalarEvent(12, "a", -3));
+  EXPECT_EQ(Steps(acc.tags().at("a")), (std::vector<int64_t>{10, 12}));
+  EXPECT_EQ(acc.tags().at("a").points[1].value.simple_value(), -3.0f);
+  EXPECT_EQ(acc.num_purged(), 4);
+  EXPECT_EQ(acc.num_restarts(), 0);
+}
+
+TEST(EventAccumulatorTest, KeepsOnlyTheLatestValuesAskedFor) {
+  EventAccumulator::Options options;
+  options.values_to_keep = [](const std::string& tag, SummaryKind kind) {
+    EXPECT_TRUE(kind == SummaryKind::kScalar) << tag;
+    return tag == "kept2" ? 2 : 0;
+  };
+  EventAccumulator acc(std::move(options));
+  for (int64_t step = 0; step < 6; ++step) {
+    acc.AddEvent(ScalarEvent(step, "kept2", step));
+    acc.AddEvent(ScalarEvent(step, "counted", step));
+  }
+  const TagSeries& kept = acc.tags().at("kept2");
+  ASSERT_EQ(kept.points.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(kept.points[i].value.has_simple_value(), i >= 4) << i;
+  }
+  EXPECT_EQ(kept.points[5].value.simple_value(), 5.0f);
+  const TagSeries& counted = acc.tags().at("counted");
+  EXPECT_EQ(counted.kind, SummaryKind::kScalar);  // Known without values.
+  ASSERT_EQ(counted.points.size(), 6u);
+  EXPECT_EQ(counted.points[3].step, 3);
+  EXPECT_EQ(counted.points[3].wall_time, 1003.0);
+  EXPECT_EQ(counted.points[3].value.value_case(),
+            Summary::Value::VALUE_NOT_SET);
+  // A purge cuts the tail: fewer values remain, none come back.
+  acc.AddEvent(StartEvent(5));
+  EXPECT_EQ(kept.points.size(), 5u);
+  EXPECT_TRUE(kept.points[4].value.has_simple_value());
+  EXPECT_FALSE(kept.points[3].value.has_simple_value());
+}
+
+TEST(EventAccumulatorTest, TheTensorFlowKerasFile) {
+  EventAccumulator acc;
+  auto report = ReadEvents(kKerasEvents, [&](const Event& e) {
+    acc.AddEvent(e);
+    return absl::OkStatus();
+  });
+  ASSERT_OK(report.status());
+  EXPECT_EQ(acc.num_events(), kKerasRecords);
+  EXPECT_EQ(acc.num_graphs(), 1);
+  EXPECT_EQ(acc.num_meta_graphs(), 1);
+  EXPECT_EQ(acc.num_purged(), 0);
+  ASSERT_EQ(acc.tags().size(), 4u);
+  for (const auto& [tag, series] : acc.tags()) {
+    EXPECT_EQ(series.kind, SummaryKind::kScalar) << tag;
+    ASSERT_EQ(series.points.size(), 20u) << tag;
+    EXPECT_EQ(series.points.front().step, 0) << tag;
+    EXPECT_EQ(series.points.back().step, 19) << tag;
+  }
+  EXPECT_EQ(acc.tags().at("loss").points[0].value.simple_value(), 0.2473653f);
+}
+
 }  // namespace
 }  // namespace runnel
