@@ -469,6 +469,10 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
   std::iota(order.begin(), order.end(), 0);
   std::mt19937 rng(flags.seed);
   const double t0 = Now();
+  // Wall time of summary steps and of the others (--logdir): what
+  // summaries cost, printed at the end.
+  double summary_steps_s = 0, plain_steps_s = 0;
+  int64_t summary_steps = 0, plain_steps = 0;
   double eval_s = 0;  // Test evaluations between epochs (--logdir).
   for (int epoch = 1; epoch <= flags.epochs; ++epoch) {
     // The epoch's order, replayed for the epochs a resumed run skips.
@@ -493,6 +497,7 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
       const bool trace = done + 1 == flags.trace_step;
       const RunOptions options = trace ? TracedStepOptions() : RunOptions();
       RunMetadata metadata;
+      const double step_start = Now();
       ClientSession::FeedType feeds;
       if (model.pipeline == nullptr) {
         Tensor x, y;
@@ -516,6 +521,11 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
       if (summarize) {
         Die(writer->AddSummary(out[1].scalar<tstring>(), done),
             "writing a summary");
+        summary_steps_s += Now() - step_start;
+        ++summary_steps;
+      } else if (!trace) {
+        plain_steps_s += Now() - step_start;
+        ++plain_steps;
       }
       bar.Update(step + 1, loss_sum / ran,
                  static_cast<int64_t>(ran) * flags.batch_size);
@@ -546,6 +556,18 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
   std::printf("global step %lld\n", static_cast<long long>(done));
   std::printf("test accuracy: %.2f%%\n", 100 * accuracy);
   std::printf("training time: %.2fs (%d epochs)\n", train_s, flags.epochs);
+  if (summary_steps > 0 && plain_steps > 0) {
+    // What the summary steps took beyond training steps, as a share of the
+    // training time (benchmarks/summary_overhead.sh).
+    const double plain = plain_steps_s / plain_steps;
+    const double extra = summary_steps_s - summary_steps * plain;
+    std::printf(
+        "summary cost: %lld summary steps took %.3f ms each, other steps "
+        "%.3f ms: %.2f%% of training time\n",
+        static_cast<long long>(summary_steps),
+        1e3 * summary_steps_s / summary_steps, 1e3 * plain,
+        100 * extra / train_s);
+  }
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "proto/summary.pb.h"
@@ -181,6 +182,87 @@ TEST(HistogramBucketsTest, BucketSearchMatchesUpperBoundAtEveryLimit) {
   }
 }
 
+// The bucket table (Note [Fast histograms]) across every magnitude: the
+// counts of a whole tensor (zeros of both signs, denormals, powers of two
+// and their neighbours, which are where the table's cells start, the
+// table's ends 2^-41 and 2^68, and log-uniform random values of both
+// signs), as doubles and as floats, equal std::upper_bound's; min and max
+// are exact, the sums equal up to rounding.
+double SumOfMagnitudes(const std::vector<double>& xs) {
+  double s = 0;
+  for (double x : xs) s += std::abs(x);
+  return s;
+}
+
+TEST(HistogramBucketsTest, BucketSearchMatchesUpperBoundEverywhere) {
+  std::vector<double> pos;
+  for (double v = 1.0e-12; v < 1.0e20; v *= 1.1) pos.push_back(v);
+  pos.push_back(DBL_MAX);
+  std::vector<double> limits;
+  for (auto it = pos.rbegin(); it != pos.rend(); ++it) limits.push_back(-*it);
+  limits.push_back(0.0);
+  limits.insert(limits.end(), pos.begin(), pos.end());
+  std::vector<double> values = {0.0,  -0.0,    5e-324, -5e-324, 2.2e-308,
+                                1e19, -9.7e19, 1e20,   3e38};
+  for (int e = -45; e <= 70; ++e) {
+    for (double sign : {1.0, -1.0}) {
+      const double p2 = sign * std::ldexp(1.0, e);
+      values.push_back(p2);
+      values.push_back(std::nextafter(p2, 0.0));
+      values.push_back(std::nextafter(p2, sign * DBL_MAX));
+      // A cell boundary inside the octave: 1 + k/64.
+      values.push_back(sign * std::ldexp(1.0 + (e & 63) / 64.0, e));
+    }
+  }
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-15, 22);
+  for (int i = 0; i < 100000; ++i) {
+    const double v = std::pow(10.0, exponent(rng));
+    values.push_back(i % 2 ? v : -v);
+  }
+  for (bool as_float : {false, true}) {
+    std::vector<double> xs = values;
+    if (as_float) {
+      for (double& x : xs) x = static_cast<float>(x);
+    }
+    std::vector<double> want(limits.size(), 0);
+    double sum = 0, sum_squares = 0;
+    for (double x : xs) {
+      size_t b =
+          std::upper_bound(limits.begin(), limits.end(), x) - limits.begin();
+      want[std::min(b, limits.size() - 1)] += 1;
+      sum += x;
+      sum_squares += x * x;
+    }
+    Tensor t(as_float ? DT_FLOAT : DT_DOUBLE,
+             TensorShape({static_cast<int64_t>(xs.size())}));
+    for (size_t i = 0; i < xs.size(); ++i) {
+      if (as_float) {
+        t.flat<float>()[i] = static_cast<float>(xs[i]);
+      } else {
+        t.flat<double>()[i] = xs[i];
+      }
+    }
+    HistogramProto h = RunHistogram(t);
+    std::map<double, double> got;  // Non-empty buckets by their limit.
+    for (int i = 0; i < h.bucket_size(); ++i) {
+      if (h.bucket(i) > 0) got[h.bucket_limit(i)] = h.bucket(i);
+    }
+    std::map<double, double> expected;
+    for (size_t b = 0; b < limits.size(); ++b) {
+      if (want[b] > 0) expected[limits[b]] = want[b];
+    }
+    EXPECT_EQ(got, expected) << (as_float ? "float" : "double");
+    EXPECT_EQ(h.num(), static_cast<double>(xs.size()));
+    // The kernel sums in four lanes (Note [Fast histograms]): equal up to
+    // rounding.
+    EXPECT_NEAR(h.sum(), sum, 1e-12 * SumOfMagnitudes(xs));
+    EXPECT_NEAR(h.sum_squares(), sum_squares, 1e-12 * sum_squares);
+    EXPECT_EQ(h.min(), *std::min_element(xs.begin(), xs.end()));
+    EXPECT_EQ(h.max(), *std::max_element(xs.begin(), xs.end()));
+  }
+}
+
 // Buckets are [limit[i-1], limit[i]): a value equal to a limit counts in
 // the bucket above it.
 TEST(HistogramBucketsTest, ValuesOnLimitsCountInTheBucketAbove) {
@@ -238,8 +320,9 @@ TEST(HistogramEncodeTest, CollapsesRunsOfEmptyBuckets) {
   EXPECT_EQ(h.min(), -3);
   EXPECT_EQ(h.max(), 100);
   EXPECT_EQ(h.num(), 5);
-  EXPECT_EQ(h.sum(), ((((0.5 + -3.0) + 100.0) + 0.52) + 0.5));
-  EXPECT_EQ(h.sum_squares(), ((((0.25 + 9.0) + 10000.0) + 0.52 * 0.52) + 0.25));
+  // Up to rounding: the kernel sums in lanes (Note [Fast histograms]).
+  EXPECT_DOUBLE_EQ(h.sum(), 0.5 + -3.0 + 100.0 + 0.52 + 0.5);
+  EXPECT_DOUBLE_EQ(h.sum_squares(), 0.25 + 9.0 + 10000.0 + 0.52 * 0.52 + 0.25);
 }
 
 TEST(HistogramEncodeTest, EmptyInputIsOneEmptyBucket) {
@@ -266,8 +349,9 @@ TEST(HistogramEncodeTest, LargeInputCountsEveryValue) {
   }
   EXPECT_EQ(count, 200000);
   EXPECT_EQ(h.num(), 200000);
-  EXPECT_EQ(h.sum(), sum);  // Summed in order, as TensorFlow does.
-  EXPECT_EQ(h.sum_squares(), sum_sq);
+  // Equal up to rounding (the kernel sums in four lanes).
+  EXPECT_NEAR(h.sum(), sum, 1e-12 * sum_sq);
+  EXPECT_NEAR(h.sum_squares(), sum_sq, 1e-12 * sum_sq);
   EXPECT_EQ(h.min(), *std::min_element(v.begin(), v.end()));
   EXPECT_EQ(h.max(), *std::max_element(v.begin(), v.end()));
   for (int i = 1; i < h.bucket_limit_size(); ++i) {
