@@ -3,7 +3,8 @@
 # examples/fashion_mnist_common.h) end to end, as a user runs them: the MLP
 # and the CNN train with --logdir and `runnel events` reads back what they
 # wrote: the loss, test accuracy, histograms of weights and gradients, input
-# images, the graph; a resumed run writes a SessionLog START.
+# images, the graph; a resumed run writes a SessionLog START; --trace_step
+# writes a timeline; lstm_lm writes its perplexities.
 # Usage: summaries_test.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -60,6 +61,30 @@ echo "mlp: final test accuracy $acc"
 "$runnel" events "$dir/cnn" >"$dir/cnn_tags.txt"
 has "$dir/cnn_tags.txt" '^  loss +scalar +2 +10-20$' "cnn loss at steps 10, 20"
 has "$dir/cnn_tags.txt" '^  inputs/image/0 +image +2 ' "cnn input images"
+
+# --trace_step: the traced step's Chrome trace in the log directory (valid
+# JSON with the step's MatMuls) and its RunMetadata in the event file,
+# which `runnel timeline --tag` reads back.
+"$build/examples/fashion_mnist_mlp" --epochs 1 --max_steps 30 --trace_step 20 \
+  --logdir "$dir/traced" >"$dir/traced.log" 2>&1 || { cat "$dir/traced.log"; fail "traced mlp"; }
+[ -f "$dir/traced/timeline_step_20.json" ] || fail "no timeline_step_20.json"
+/usr/bin/python3 - "$dir/traced/timeline_step_20.json" <<'PY' || fail "the trace is not a step's"
+import json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+ops = [e["name"] for e in events if e["ph"] == "X"]
+assert ops.count("MatMul") >= 3, ops
+PY
+"$runnel" timeline "$dir"/traced/events.out.tfevents.* --tag step_20 --top 5 \
+  >"$dir/top.txt" 2>&1 || { cat "$dir/top.txt"; fail "runnel timeline --tag"; }
+has "$dir/top.txt" '^MatMul ' "the per-op table lists MatMul"
+
+# The LSTM language model: loss and perplexities.
+"$build/examples/lstm_lm" --max_steps 40 --summary_every 20 \
+  --logdir "$dir/lstm" >"$dir/lstm.log" 2>&1 || { cat "$dir/lstm.log"; fail "lstm_lm"; }
+"$runnel" events "$dir/lstm" >"$dir/lstm_tags.txt"
+has "$dir/lstm_tags.txt" '^  train_perplexity +scalar +2 +20-40$' "lstm train perplexity"
+has "$dir/lstm_tags.txt" '^  validation_perplexity +scalar +2 +0-40$' "lstm validation perplexity"
+has "$dir/lstm_tags.txt" 'graphs 1,' "the lstm graph"
 
 # An unwritable log directory fails at start, before training.
 if "$build/examples/fashion_mnist_mlp" --max_steps 5 --logdir /proc/runnel_no \

@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev libomp-dev
   libabsl-dev libprotobuf-dev protobuf-compiler
   libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
+  python3-crc32c  # runnel/training/event_file_test.py checks our CRCs with it
   openmpi-bin openssl
   libdnnl-dev libopenblas-dev libeigen3-dev
   libleveldb-dev libsnappy-dev zlib1g-dev libpng-dev
