@@ -8,10 +8,13 @@
 //                    [--device_count TYPE=N]... [--soft_placement]
 //                    [--log_device_placement] [--partition_graphs DIR]
 //                    [--placement colocate_with_inputs|greedy_cost_model]
+//                    [--trace RUN_METADATA.pb]
 //                    [--master grpc://HOST:PORT [--tls_cert F --tls_key F
 //                    --tls_ca F]]
 //   runnel inspect GRAPH [--max_graph_bytes N]
 //   runnel events PATH [--tag TAG] [--json]
+//   runnel timeline ... (tools/timeline_command.cc)
+//   runnel board ... (tools/board_command.cc)
 //   runnel server ... (tools/server_command.cc)
 //   runnel ops
 //
@@ -52,7 +55,9 @@
 // DIR/partition_<i>.pbtxt. --placement greedy_cost_model places the nodes
 // that no device constraint pins with the whitepaper's greedy cost model
 // (GraphOptions.runnel_placement_strategy; runtime/placement_cost_model.h)
-// instead of TF's follow-the-input rule.
+// instead of TF's follow-the-input rule. --trace PATH runs the last step
+// with a full trace and writes its RunMetadata (per-node step stats, per
+// device) to PATH, for `runnel timeline`.
 //
 // Clusters: --master grpc://HOST:PORT runs the graph on the cluster whose
 // task serves that address (a `runnel server`); its nodes' devices may name
@@ -69,7 +74,8 @@
 // in every run having it. --json prints the same as one JSON object. A
 // damaged file is read as TensorBoard reads it: each truncated tail or
 // corrupt record is a warning on stderr naming its byte offset, and the
-// good records count.
+// good records count; and orphaned points are dropped as TensorBoard drops
+// them (Note [Orphaned data] in runnel/io/event_reader.h).
 //
 // Errors go to stderr with exit status 1 (2 for usage errors); a step that
 // runs past its timeout is an error like any other (DeadlineExceeded).
@@ -119,13 +125,16 @@ int Usage() {
          "[--max_graph_bytes N] [--memory_limit_mb N]\n"
          "             [--device_count TYPE=N]... [--soft_placement] "
          "[--log_device_placement] [--partition_graphs DIR]\n"
-         "             [--placement colocate_with_inputs|greedy_cost_model]\n"
+         "             [--placement colocate_with_inputs|greedy_cost_model] "
+         "[--trace RUN_METADATA.pb]\n"
          "             [--master grpc://HOST:PORT [--tls_cert F --tls_key "
          "F --tls_ca F]]\n"
          "  runnel inspect GRAPH [--max_graph_bytes N]\n"
          "  runnel events PATH [--tag TAG] [--json]\n"
-         "  runnel timeline RUN_METADATA.pb [-o TRACE.json] [--top N]\n"
-         "  runnel board LOGDIR -o REPORT.html\n"
+         "  runnel timeline RUN_METADATA.pb|EVENT_FILE [--tag T] [-o "
+         "TRACE.json] [--top N] [--no_dataflow]\n"
+         "  runnel board LOGDIR -o REPORT.html [--max_scalar_points N] "
+         "[--max_histogram_steps N] [--max_images N]\n"
          "  runnel server (--cluster SPEC --job J --task T | --slurm | "
          "--mpi | TF_CONFIG) ...\n"
          "  runnel ops\n"
