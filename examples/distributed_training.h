@@ -18,7 +18,9 @@
 //  * The session is a training::MonitoredTrainingSession: worker 0 is the
 //    chief, which initialises the variables (or restores --checkpoint_dir's
 //    latest checkpoint, and saves every --save_every global steps); the
-//    others wait (bounded, 120 s) until the model is initialised.
+//    others wait (bounded, 120 s) until the model is initialised. With
+//    --logdir the chief writes the example's summaries every
+//    --summary_every global steps, and global_step/sec.
 //  * Each worker trains on its share of the data: batch b of an epoch's
 //    shuffled order (the same order in every worker, from --seed) belongs
 //    to worker b mod num_workers, cycling epochs until the global step
@@ -203,6 +205,14 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   if (chief) {
     o.checkpoint_dir = flags.checkpoint_dir;
     o.save_checkpoint_steps = flags.save_every;
+    if (!flags.logdir.empty()) {
+      // Note [Training summaries], written by the chief every
+      // --summary_every global steps (MonitoredTrainingSession's
+      // summary_dir), with global_step/sec.
+      o.summary_dir = flags.logdir;
+      o.save_summaries_steps = flags.summary_every;
+      o.summary_op = BuildSummaries(root, model);
+    }
   }
   o.hooks = {&stop};
   if (sync != nullptr) {

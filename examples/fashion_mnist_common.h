@@ -377,6 +377,13 @@ inline Output BuildSummaries(const Scope& root, const Classifier& model) {
       parts.push_back(ops::HistogramSummary(s, name + "/gradient", gv.first));
     }
   }
+  if (model.grads.empty()) {
+    // The replicated trainer builds its gradients inside the optimizer:
+    // the weights only.
+    for (const training::Variable& v : training::TrainableVariables(root)) {
+      parts.push_back(ops::HistogramSummary(s, v.name(), v.value()));
+    }
+  }
   const Output images =
       ops::Reshape(s, model.images, ops::Const(s, {-1, 28, 28, 1}));
   parts.push_back(ops::ImageSummary(s, std::string("inputs"), images,

@@ -1,5 +1,6 @@
 #include "runnel/training/monitored_session.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -38,6 +39,16 @@ MonitoredTrainingSession::Create(
 }
 
 Status MonitoredTrainingSession::Init() {
+  if (options_.is_chief && !options_.summary_dir.empty()) {
+    // Opened first: an unwritable directory fails before any work.
+    ASSIGN_OR_RETURN(summary_writer_, FileWriter::Create(options_.summary_dir));
+    own_hooks_.push_back(std::make_unique<SummarySaverHook>(
+        summary_writer_.get(), options_.summary_op,
+        options_.save_summaries_steps));
+    own_hooks_.push_back(std::make_unique<StepCounterHook>(
+        summary_writer_.get(), options_.save_summaries_steps));
+    for (auto& hook : own_hooks_) options_.hooks.push_back(hook.get());
+  }
   for (SessionRunHook* hook : options_.hooks) {
     if (hook == nullptr) {
       return errors::InvalidArgument("MonitoredTrainingSession: a null hook");
@@ -200,6 +211,7 @@ Status MonitoredTrainingSession::Close() {
     status.Update(session_->session()->Close());  // Cancels blocked steps.
   }
   status.Update(coord_.Join());
+  if (summary_writer_ != nullptr) status.Update(summary_writer_->Close());
   return status;
 }
 
@@ -223,6 +235,108 @@ Status StopAtStepHook::AfterRun(ClientSession* session,
   RETURN_IF_ERROR(session->Run({global_step_}, &now));
   *stop = now[0].scalar<int64_t>() >= last_step_;
   return absl::OkStatus();
+}
+
+Status SummarySaverHook::Begin(const Scope& scope) {
+  if (writer_ == nullptr) {
+    return errors::InvalidArgument("SummarySaverHook: a null writer");
+  }
+  if (every_steps_ <= 0) {
+    return errors::InvalidArgument(
+        "SummarySaverHook: save every N steps needs N > 0, got ", every_steps_);
+  }
+  global_step_ = FindGlobalStep(scope);
+  if (global_step_.node() == nullptr) {
+    return errors::InvalidArgument(
+        "SummarySaverHook needs a global step (training::CreateGlobalStep)");
+  }
+  scope_ = scope;
+  return absl::OkStatus();
+}
+
+Status SummarySaverHook::AfterCreateSession(ClientSession* session,
+                                            Coordinator* coord) {
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session->Run({global_step_}, &out));
+  const int64_t step = out[0].scalar<int64_t>();
+  GraphDef graph;
+  RETURN_IF_ERROR(scope_->ToGraphDef(&graph));
+  RETURN_IF_ERROR(writer_->AddGraph(graph, step));
+  // TensorBoard drops this run's points past `step` written before a
+  // restart from an earlier checkpoint.
+  SessionLog start;
+  start.set_status(SessionLog::START);
+  return writer_->AddSessionLog(start, step);
+}
+
+std::vector<Output> SummarySaverHook::BeforeRun() {
+  absl::MutexLock l(&mu_);
+  const bool due =
+      summary_op_.node() != nullptr &&
+      (last_written_ < 0 || next_step_ - last_written_ >= every_steps_);
+  if (!due) return {global_step_};
+  return {global_step_, summary_op_};
+}
+
+Status SummarySaverHook::AfterRun(ClientSession* session,
+                                  const std::vector<Tensor>& values,
+                                  bool* stop) {
+  const int64_t step = values[0].scalar<int64_t>();
+  {
+    absl::MutexLock l(&mu_);
+    next_step_ = std::max(next_step_, step + 1);
+    if (values.size() < 2) return absl::OkStatus();
+    last_written_ = std::max(last_written_, step);
+  }
+  if (values[1].dtype() != DT_STRING || values[1].NumElements() != 1) {
+    return errors::InvalidArgument("SummarySaverHook: the summary op gave ",
+                                   DataTypeString(values[1].dtype()), " ",
+                                   values[1].shape().DebugString(),
+                                   ", not a string scalar");
+  }
+  return writer_->AddSummary(values[1].scalar<tstring>(), step);
+}
+
+Status StepCounterHook::Begin(const Scope& scope) {
+  if (writer_ == nullptr || every_steps_ <= 0) {
+    return errors::InvalidArgument(
+        "StepCounterHook: needs a writer and every_steps > 0");
+  }
+  global_step_ = FindGlobalStep(scope);
+  if (global_step_.node() == nullptr) {
+    return errors::InvalidArgument(
+        "StepCounterHook needs a global step (training::CreateGlobalStep)");
+  }
+  return absl::OkStatus();
+}
+
+Status StepCounterHook::AfterRun(ClientSession* session,
+                                 const std::vector<Tensor>& values,
+                                 bool* stop) {
+  const int64_t step = values[0].scalar<int64_t>();
+  const double now = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now().time_since_epoch())
+                         .count();
+  double rate;
+  {
+    absl::MutexLock l(&mu_);
+    if (last_step_ < 0) {
+      last_step_ = step;
+      last_seconds_ = now;
+      return absl::OkStatus();
+    }
+    if (step - last_step_ < every_steps_ || now <= last_seconds_) {
+      return absl::OkStatus();
+    }
+    rate = static_cast<double>(step - last_step_) / (now - last_seconds_);
+    last_step_ = step;
+    last_seconds_ = now;
+  }
+  Summary summary;
+  Summary::Value* v = summary.add_value();
+  v->set_tag("global_step/sec");
+  v->set_simple_value(static_cast<float>(rate));
+  return writer_->AddSummary(summary, step);
 }
 
 Status SyncReplicasHook::Begin(const Scope& scope) {

@@ -38,11 +38,21 @@
 //                         TF's: when the value read during a step plus one
 //                         reaches it, the global step is read again to be
 //                         sure).
+//   SummarySaverHook      every N global steps (and at the first step), a
+//                         summary op's value (MergeSummary's) into an event
+//                         file at the step; the graph and a SessionLog START
+//                         at the step the session starts from.
+//   StepCounterHook       every N global steps, "global_step/sec".
 //   SyncReplicasHook      a SyncReplicasOptimizer's start-up (chief: its
 //                         init op, initial tokens and sync thread; others:
 //                         their local step) and, at the chief's End, the
 //                         closing of the token queue that releases the
 //                         other workers (their next step is OutOfRange).
+//
+// With summary_dir, the chief also writes an event file there (TF's
+// summary_dir / save_summaries_steps): a SummarySaverHook of summary_op (if
+// set) and a StepCounterHook, both every save_summaries_steps; the file is
+// closed at Close.
 //
 // The global step is the graph's "global_step" variable
 // (CreateGlobalStep); without one, StopAtStepHook and step-based
@@ -55,6 +65,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +76,7 @@
 #include "runnel/training/coordinator.h"
 #include "runnel/training/layers.h"
 #include "runnel/training/saver.h"
+#include "runnel/training/summary_writer.h"
 #include "runnel/training/sync_replicas_optimizer.h"
 
 namespace runnel::training {
@@ -100,6 +112,10 @@ struct MonitoredTrainingSessionOptions {
   int wait_for_init_secs = 120;       // Non-chiefs.
   int64_t step_timeout_ms = 0;        // Each Run's RunOptions; 0: none.
   std::vector<SessionRunHook*> hooks;
+  // Chief: an event file in this directory ("" for none).
+  std::string summary_dir;
+  int64_t save_summaries_steps = 100;
+  Output summary_op;  // A serialized Summary (MergeSummary); may be null.
 };
 
 class MonitoredTrainingSession {
@@ -130,6 +146,9 @@ class MonitoredTrainingSession {
 
   Scope scope_;
   MonitoredTrainingSessionOptions options_;
+  // summary_dir's writer and hooks (also in options_.hooks).
+  std::unique_ptr<FileWriter> summary_writer_;
+  std::vector<std::unique_ptr<SessionRunHook>> own_hooks_;
   Output global_step_;
   std::unique_ptr<Saver> saver_;
   std::unique_ptr<ClientSession> session_;
@@ -152,6 +171,50 @@ class StopAtStepHook : public SessionRunHook {
  private:
   int64_t last_step_;
   Output global_step_;
+};
+
+class SummarySaverHook : public SessionRunHook {
+ public:
+  // `writer` (not owned) gets `summary_op`'s value every `every_steps`
+  // global steps; a null summary_op writes only the graph and START.
+  SummarySaverHook(FileWriter* writer, Output summary_op, int64_t every_steps)
+      : writer_(writer), summary_op_(summary_op), every_steps_(every_steps) {}
+  Status Begin(const Scope& scope) override;
+  Status AfterCreateSession(ClientSession* session,
+                            Coordinator* coord) override;
+  std::vector<Output> BeforeRun() override;
+  Status AfterRun(ClientSession* session, const std::vector<Tensor>& values,
+                  bool* stop) override;
+  Status End(ClientSession* session) override { return writer_->Flush(); }
+
+ private:
+  FileWriter* writer_;
+  Output summary_op_;
+  int64_t every_steps_;
+  std::optional<Scope> scope_;  // Set by Begin.
+  Output global_step_;
+  absl::Mutex mu_;
+  int64_t last_written_ ABSL_GUARDED_BY(mu_) = -1;  // -1: none yet.
+  int64_t next_step_ ABSL_GUARDED_BY(mu_) = -1;
+};
+
+class StepCounterHook : public SessionRunHook {
+ public:
+  // Writes "global_step/sec" to `writer` (not owned) every `every_steps`.
+  StepCounterHook(FileWriter* writer, int64_t every_steps)
+      : writer_(writer), every_steps_(every_steps) {}
+  Status Begin(const Scope& scope) override;
+  std::vector<Output> BeforeRun() override { return {global_step_}; }
+  Status AfterRun(ClientSession* session, const std::vector<Tensor>& values,
+                  bool* stop) override;
+
+ private:
+  FileWriter* writer_;
+  int64_t every_steps_;
+  Output global_step_;
+  absl::Mutex mu_;
+  int64_t last_step_ ABSL_GUARDED_BY(mu_) = -1;
+  double last_seconds_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class SyncReplicasHook : public SessionRunHook {

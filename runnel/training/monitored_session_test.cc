@@ -6,13 +6,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "runnel/distributed/grpc_session.h"
+#include "runnel/io/event_reader.h"
 #include "runnel/ops/ops_gen.h"
 #include "runnel/training/optimizer.h"
 #include "testing/local_cluster.h"
@@ -94,6 +97,96 @@ TEST(MonitoredTrainingSessionTest, StopsAtAStepCheckpointsAndResumes) {
     EXPECT_NEAR(Value(mts->get(), m.v.value()), -0.8f, 1e-6);
   }
   std::filesystem::remove_all(dir);
+}
+
+// What an event file holds: per tag, the steps of its values (with TF's
+// purge of orphaned points, Note [Orphaned data]); graphs and START logs.
+struct Written {
+  std::map<std::string, std::vector<int64_t>> steps;
+  std::map<std::string, std::vector<float>> values;
+  int graphs = 0;
+  std::vector<int64_t> starts;
+};
+Written ReadLogdir(const std::string& dir) {
+  Written w;
+  auto runs = FindEventRuns(dir);
+  EXPECT_OK(runs.status());
+  if (!runs.ok() || runs->size() != 1) return w;
+  EventAccumulator acc;
+  for (const std::string& f : (*runs)[0].files) {
+    EXPECT_OK(ReadEvents(f, [&](const Event& e) {
+                if (e.has_graph_def()) ++w.graphs;
+                if (e.has_session_log() &&
+                    e.session_log().status() == SessionLog::START) {
+                  w.starts.push_back(e.step());
+                }
+                acc.AddEvent(e);
+                return absl::OkStatus();
+              }).status());
+  }
+  for (const auto& [tag, series] : acc.tags()) {
+    for (const TagPoint& p : series.points) {
+      w.steps[tag].push_back(p.step);
+      w.values[tag].push_back(p.value.simple_value());
+    }
+  }
+  return w;
+}
+
+// summary_dir (TF's summary_dir / save_summaries_steps): the chief writes
+// the graph, a START, summary_op's value at the first step and then every
+// 3 global steps, and global_step/sec; a resumed run starts its own file
+// with a START at the restored step.
+TEST(MonitoredTrainingSessionTest, SummaryDirGetsSummariesEveryNSteps) {
+  const std::string base =
+      absl::StrCat(::testing::TempDir(), "/mts_summaries_", ::getpid());
+  std::filesystem::remove_all(base);
+  const std::string ckpt = base + "/ckpt", logs = base + "/logs";
+  for (int last_step : {10, 14}) {
+    Scope root = Scope::NewRootScope();
+    Model m(root);
+    StopAtStepHook stop(last_step);
+    MonitoredTrainingSessionOptions o;
+    o.checkpoint_dir = ckpt;
+    o.summary_dir = logs;
+    o.save_summaries_steps = 3;
+    o.summary_op = ops::ScalarSummary(root, std::string("v"), m.v.value());
+    o.hooks = {&stop};
+    auto mts = MonitoredTrainingSession::Create(root, o);
+    ASSERT_OK(mts.status());
+    int runs = 0;
+    while (!(*mts)->ShouldStop() && runs < 100) {
+      ASSERT_OK((*mts)->Run({}, {}, {m.train_op}, nullptr));
+      ++runs;
+    }
+    ASSERT_OK((*mts)->Close());
+    // Two runs of the program write two event files; names differ by the
+    // second they were opened in.
+    if (last_step == 10) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  Written w = ReadLogdir(logs);
+  EXPECT_EQ(w.graphs, 2);
+  EXPECT_EQ(w.starts, (std::vector<int64_t>{0, 10}));
+  // The step read during a step is the one before its update: values at
+  // steps 0, 3, 6, 9 (v = 0, -0.3, -0.6, -0.9 read before the update),
+  // then the resumed run's 10 and 13.
+  EXPECT_EQ(w.steps["v"], (std::vector<int64_t>{0, 3, 6, 9, 10, 13}));
+  ASSERT_EQ(w.values["v"].size(), 6u);
+  EXPECT_NEAR(w.values["v"][1], -0.3f, 1e-5);
+  EXPECT_NEAR(w.values["v"][5], -1.3f, 1e-5);
+  EXPECT_FALSE(w.steps["global_step/sec"].empty());
+  for (float rate : w.values["global_step/sec"]) EXPECT_GT(rate, 0);
+  std::filesystem::remove_all(base);
+}
+
+TEST(MonitoredTrainingSessionTest, UnwritableSummaryDirFailsAtCreate) {
+  Scope root = Scope::NewRootScope();
+  Model m(root);
+  MonitoredTrainingSessionOptions o;
+  o.summary_dir = "/proc/runnel_no_such_dir";
+  Status s = MonitoredTrainingSession::Create(root, o).status();
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "/proc/runnel_no_such_dir")) << s;
 }
 
 TEST(MonitoredTrainingSessionTest, HooksNeedAGlobalStep) {
