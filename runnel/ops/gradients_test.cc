@@ -629,6 +629,22 @@ TEST(MathGradTest, FloorMod) {
        Doubles({0.8, 0.7, -1.9, 2.0}, {4})});
   CheckBinary(BINARY(FloorMod), 0.3, 0.45);  // x / y in (0.67, 1.5).
 }
+// logging_ops: Print and CheckNumerics pass their input (and its gradient)
+// through; the data Print prints gets none.
+TEST(LoggingGradTest, PrintAndCheckNumerics) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        auto p = ops::Print(s, xs[0], std::vector<Input>{xs[1]},
+                            ops::Print::FirstN(0));
+        return {ops::Mul(s, p, xs[1])};
+      },
+      {Doubles({0.5, -1.5, 2}, {3}), Doubles({3, 0.25, -1}, {3})});
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::Square(s, ops::CheckNumerics(s, xs[0], "x"))};
+      },
+      {Doubles({0.5, -1.5, 2, 4}, {2, 2})});
+}
 TEST(MathGradTest, Maximum) { CheckBinary(BINARY(Maximum)); }
 TEST(MathGradTest, Minimum) { CheckBinary(BINARY(Minimum)); }
 TEST(MathGradTest, MaximumTiesGoToX) {
