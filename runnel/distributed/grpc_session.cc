@@ -1,6 +1,7 @@
 #include "runnel/distributed/grpc_session.h"
 
 #include <chrono>
+#include <thread>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/random/random.h"
@@ -146,7 +147,21 @@ class GrpcSession final : public Session {
     *req.mutable_config() = options_.config;
     req.set_target(options_.target);
     CreateSessionResponse resp;
-    RETURN_IF_ERROR(Call("CreateSession", req, &resp, 0));
+    // The session's first call may meet a transient connect failure (a
+    // master still starting, a handshake that timed out on a busy machine):
+    // Unavailable is retried kCreateRetries times after 1, 2, 4 s, as TF's
+    // remote master retries. A master that refuses us (TLS) still fails
+    // within seconds.
+    Status s;
+    for (int attempt = 0;; ++attempt) {
+      s = Call("CreateSession", req, &resp, 0);
+      if (s.code() != absl::StatusCode::kUnavailable ||
+          attempt == kCreateRetries) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1 << attempt));
+    }
+    RETURN_IF_ERROR(s);
     handle_ = resp.session_handle();
     version_ = resp.graph_version();
     return absl::OkStatus();
@@ -158,6 +173,8 @@ class GrpcSession final : public Session {
     absl::MutexLock l(&mu);
     return absl::Uniform<int64_t>(*gen, 1, INT64_MAX);
   }
+
+  static constexpr int kCreateRetries = 3;
 
   Status Call(const char* method, const google::protobuf::MessageLite& req,
               google::protobuf::MessageLite* resp, int64_t timeout_ms) const {
