@@ -11,7 +11,7 @@ packages=(
   python3-crc32c  # runnel/training/event_file_test.py checks our CRCs with it
   openmpi-bin openssl
   libdnnl-dev libopenblas-dev libeigen3-dev
-  libleveldb-dev libsnappy-dev zlib1g-dev libpng-dev
+  libleveldb-dev libsnappy-dev zlib1g-dev libpng-dev libre2-dev pkg-config
   fortunes
   libgtest-dev libgmock-dev libbenchmark-dev
   dataset-fashion-mnist

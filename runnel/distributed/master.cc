@@ -11,6 +11,7 @@
 #include "runnel/framework/attr_value.h"
 #include "runnel/framework/cancellation.h"
 #include "runnel/framework/rendezvous.h"
+#include "runnel/graph/function.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/partition.h"
 #include "runnel/graph/prune.h"
@@ -297,6 +298,8 @@ Status MasterSession::Create(const GraphDef& graph) {
   absl::MutexLock l(&mu_);
   RETURN_IF_ERROR(FindDevices());
   RETURN_IF_ERROR(ImportGraphDef(graph, &graph_));
+  // Function calls run as part of the graph (runnel/graph/function.h).
+  RETURN_IF_ERROR(InlineFunctionCalls(&graph_));
   ++graph_version_;
   return absl::OkStatus();
 }
@@ -312,6 +315,7 @@ Status MasterSession::Extend(const GraphDef& graph, int64_t current_version,
                            current_version, " (another client extended it?)");
   }
   RETURN_IF_ERROR(ImportGraphDef(graph, &graph_));
+  RETURN_IF_ERROR(InlineFunctionCalls(&graph_));
   placed_ = false;
   *new_version = ++graph_version_;
   return absl::OkStatus();

@@ -213,6 +213,7 @@ Status Graph::CopyFrom(const Graph& src) {
                         .status());
   }
   versions_ = src.versions_;
+  library_ = src.library_;
   return absl::OkStatus();
 }
 

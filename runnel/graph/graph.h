@@ -140,7 +140,8 @@ class Edge {
   int id_ = -1;
 };
 
-class ControlFlowInfo;  // runnel/graph/control_flow.h
+class ControlFlowInfo;            // runnel/graph/control_flow.h
+class FunctionLibraryDefinition;  // runnel/graph/function.h
 
 class Graph {
  public:
@@ -191,8 +192,18 @@ class Graph {
     control_flow_ = std::move(info);
   }
 
+  // The functions the graph's call nodes may call (GraphDef.library); null
+  // when it has none. Shared with the bodies instantiated from it.
+  const std::shared_ptr<const FunctionLibraryDefinition>& library() const {
+    return library_;
+  }
+  void set_library(std::shared_ptr<const FunctionLibraryDefinition> lib) {
+    library_ = std::move(lib);
+  }
+
  private:
   std::shared_ptr<ControlFlowInfo> control_flow_;
+  std::shared_ptr<const FunctionLibraryDefinition> library_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<std::unique_ptr<Edge>> edges_;
   absl::flat_hash_map<std::string, Node*> by_name_;

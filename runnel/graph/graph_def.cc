@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <deque>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "runnel/base/env.h"
+#include "runnel/graph/function.h"
 
 namespace runnel {
 namespace {
@@ -89,6 +91,7 @@ class Importer {
 
   Status Run() {
     RETURN_IF_ERROR(CheckNames());
+    RETURN_IF_ERROR(MergeLibrary());
     RETURN_IF_ERROR(MakeProperties());
     for (int i = 0; i < static_cast<int>(pending_.size()); ++i) {
       RETURN_IF_ERROR(ResolveInputs(i));
@@ -127,8 +130,32 @@ class Importer {
     return absl::OkStatus();
   }
 
+  // The graph's library plus gdef.library (validated; nothing changes in
+  // the graph until Commit).
+  Status MergeLibrary() {
+    library_ = g_->library();
+    const FunctionDefLibrary& lib = gdef_.library();
+    if (lib.function_size() == 0 && lib.gradient_size() == 0) {
+      return absl::OkStatus();
+    }
+    auto merged = library_ != nullptr
+                      ? std::make_shared<FunctionLibraryDefinition>(*library_)
+                      : std::make_shared<FunctionLibraryDefinition>();
+    RETURN_IF_ERROR(merged->AddLibrary(lib));
+    library_ = std::move(merged);
+    return absl::OkStatus();
+  }
+
   Status MakeProperties() {
     for (PendingNode& p : pending_) {
+      if (library_ != nullptr && !p.def->op().empty() &&
+          OpRegistry::Global()->LookUp(p.def->op()) == nullptr &&
+          library_->Find(p.def->op()) != nullptr) {
+        // Note [Calls by function name] in function.cc.
+        ASSIGN_OR_RETURN(NodeDef call, CallNodeForFunction(*library_, *p.def));
+        rewritten_.push_back(std::move(call));
+        p.def = &rewritten_.back();
+      }
       const NodeDef& def = *p.def;
       if (def.op().empty()) {
         return errors::InvalidArgument("node '", def.name(), "' has no op");
@@ -243,6 +270,7 @@ class Importer {
       return s;
     }
     if (gdef_.has_versions()) g_->set_versions(gdef_.versions());
+    g_->set_library(library_);
     return absl::OkStatus();
   }
 
@@ -277,6 +305,8 @@ class Importer {
   const ImportGraphDefOptions& options_;
   std::vector<PendingNode> pending_;
   absl::flat_hash_map<absl::string_view, int> index_;
+  std::shared_ptr<const FunctionLibraryDefinition> library_;
+  std::deque<NodeDef> rewritten_;  // Calls by function name, rewritten.
 };
 
 }  // namespace
@@ -384,6 +414,9 @@ void ToGraphDef(const Graph& g, GraphDef* out,
     controls.erase(std::unique(controls.begin(), controls.end()),
                    controls.end());
     for (std::string& c : controls) def->add_input(std::move(c));
+  }
+  if (g.library() != nullptr && !g.library()->empty()) {
+    *out->mutable_library() = g.library()->ToProto();
   }
   *out->mutable_versions() = g.versions();
   if (out->versions().producer() == 0) {

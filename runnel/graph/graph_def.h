@@ -58,8 +58,9 @@ struct ImportGraphDefOptions {
 // node has NodeProperties with attr defaults filled in (attrs named "_..."
 // are kept as given) and one edge per input; `gdef.versions` replaces the
 // graph's versions if set (the deprecated `version` field is ignored, as in
-// TF). `gdef.library` is ignored: function calls are not supported, so a
-// node calling one fails as an unknown op.
+// TF). `gdef.library` is validated and merged into g->library() (a
+// function defined again must be identical); a node whose op is a library
+// function's name becomes a call node (runnel/graph/function.h).
 //
 // Errors (nothing is added to `g` on error), each naming the node:
 //   NotFound        "node 'x': op type not registered: 'Foo'"
@@ -85,7 +86,8 @@ struct ToGraphDefOptions {
 // "src:k" otherwise), then control inputs "^src" sorted by name. An input
 // slot with no edge (only possible in a graph under construction) is
 // written as "" and will not re-import. Versions are copied, with the
-// producer set to kDefaultGraphDefProducer if the graph's is 0. The result
+// producer set to kDefaultGraphDefProducer if the graph's is 0, and the
+// graph's function library, if any, as `library`. The result
 // re-imports into an identical graph.
 void ToGraphDef(const Graph& g, GraphDef* out,
                 const ToGraphDefOptions& options = {});

@@ -61,8 +61,13 @@ AttrMap BaseAttrs(const OpDef& def, DataType default_type) {
     } else if (t == "int") {
       attrs[a.name()] = MakeAttrValue(std::max<int64_t>(2, a.minimum()));
     } else if (t == "list(type)") {
-      attrs[a.name()] = MakeAttrValue(
-          std::vector<DataType>(std::max<int64_t>(2, a.minimum()), DT_FLOAT));
+      const auto& allowed = a.allowed_values().list().type();
+      attrs[a.name()] = MakeAttrValue(std::vector<DataType>(
+          std::max<int64_t>(2, a.minimum()),
+          allowed.empty() ? DT_FLOAT : static_cast<DataType>(allowed[0])));
+    } else if (t == "func") {
+      // A function no library has: call kernels must fail cleanly.
+      attrs[a.name()].mutable_func()->set_name("NoSuchFunction");
     } else if (t == "tensor") {
       attrs[a.name()] = MakeAttrValue(Tensor::Scalar<float>(1));
     } else if (t == "shape") {

@@ -1,11 +1,13 @@
 // Parsing ops: DecodeRaw (bytes -> numbers) and the tf.Example parsers
-// ParseExample (TensorFlow's V1 op: a batch, keys as inputs) and
-// ParseSingleExample (one example, keys as attrs). Example protos are
-// proto/example.proto (TensorFlow's field numbers).
+// ParseExample (TensorFlow's V1 op: a batch, keys as inputs), ParseExampleV2
+// (TF 2's tf.io.parse_example: a batch or one example, keys as vectors,
+// ragged features) and ParseSingleExample (one example, keys as attrs).
+// Example protos are proto/example.proto (TensorFlow's field numbers).
 //
 // None of these ops is differentiable: their inputs are strings.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -128,6 +130,10 @@ REGISTER_NO_GRADIENT("DecodeRaw", "its input is a string");
 //   longest with the default, which must be a single (padding) value.
 // - A sparse feature gives (indices, values, dense_shape) of a SparseTensor:
 //   [batch, position] indices (just [position] for a single example).
+// - A ragged feature (ParseExampleV2) gives the values of all examples,
+//   concatenated, and row splits [0, n0, n0 + n1, ...] of B + 1 elements
+//   (an empty splits tensor for a single example); a missing feature is an
+//   empty row.
 // - The list kind must match the dtype (float_list <-> float, int64_list <->
 //   int64, bytes_list <-> string); a Feature with no list set is empty.
 
@@ -147,9 +153,16 @@ struct SparseConfig {
   DataType dtype = DT_INVALID;
 };
 
+struct RaggedConfig {
+  std::string key;
+  DataType dtype = DT_INVALID;
+  DataType splits_dtype = DT_INT64;  // DT_INT32 or DT_INT64.
+};
+
 struct ExampleConfig {
   std::vector<SparseConfig> sparse;
   std::vector<DenseConfig> dense;
+  std::vector<RaggedConfig> ragged;  // ParseExampleV2 only.
 };
 
 Status CheckParseTypes(absl::Span<const DataType> types, const char* attr) {
@@ -500,8 +513,54 @@ Status MakeSparseOutputs(OpKernelContext* ctx, int indices_out, int values_out,
   return absl::OkStatus();
 }
 
+// Builds the two outputs of ragged feature `r` (Note [Example feature
+// semantics]).
+Status MakeRaggedOutputs(OpKernelContext* ctx, int values_out, int splits_out,
+                         const RaggedConfig& r,
+                         const std::vector<ExampleRef>& refs, bool batched) {
+  std::vector<const Feature*> features(refs.size(), nullptr);
+  int64_t total = 0;
+  for (size_t b = 0; b < refs.size(); ++b) {
+    const Feature* f = FindFeature(refs[b], r.key);
+    if (f == nullptr) continue;
+    RETURN_IF_ERROR(CheckType(refs[b], r.key, *f, r.dtype));
+    features[b] = f;
+    total += FeatureSize(*f);
+  }
+  if (r.splits_dtype == DT_INT32 &&
+      total > std::numeric_limits<int32_t>::max()) {
+    return errors::InvalidArgument("Ragged feature ", r.key, " has ", total,
+                                   " values, too many for int32 row splits");
+  }
+  const int64_t num_splits =
+      batched ? static_cast<int64_t>(refs.size()) + 1 : 0;
+  Tensor *values, *splits;
+  RETURN_IF_ERROR(
+      ctx->allocate_output(values_out, TensorShape({total}), &values));
+  RETURN_IF_ERROR(
+      ctx->allocate_output(splits_out, TensorShape({num_splits}), &splits));
+  auto set_split = [&](int64_t i, int64_t v) {
+    if (r.splits_dtype == DT_INT32) {
+      splits->data<int32_t>()[i] = static_cast<int32_t>(v);
+    } else {
+      splits->data<int64_t>()[i] = v;
+    }
+  };
+  if (batched) set_split(0, 0);
+  int64_t offset = 0;
+  for (size_t b = 0; b < refs.size(); ++b) {
+    if (features[b] != nullptr) {
+      CopyFeature(*features[b], r.dtype, values, offset);
+      offset += FeatureSize(*features[b]);
+    }
+    if (batched) set_split(static_cast<int64_t>(b) + 1, offset);
+  }
+  return absl::OkStatus();
+}
+
 // Parses the examples and sets every output. Outputs are laid out as
-// TensorFlow's: sparse indices, sparse values, sparse shapes, dense values.
+// TensorFlow's: sparse indices, sparse values, sparse shapes, dense values,
+// then (ParseExampleV2) ragged values and ragged row splits.
 void ParseAndOutput(OpKernelContext* ctx, const ExampleConfig& config,
                     const tstring* serialized, int64_t n,
                     const std::vector<std::string>& names, bool batched) {
@@ -510,18 +569,26 @@ void ParseAndOutput(OpKernelContext* ctx, const ExampleConfig& config,
   std::vector<ExampleRef> refs(n);
   for (int64_t i = 0; i < n; ++i) refs[i] = {&examples[i], names[i], i};
   const int ns = static_cast<int>(config.sparse.size());
+  const int nd = static_cast<int>(config.dense.size());
+  const int nr = static_cast<int>(config.ragged.size());
   for (int j = 0; j < ns; ++j) {
     OP_REQUIRES_OK(ctx, MakeSparseOutputs(ctx, j, ns + j, 2 * ns + j,
                                           config.sparse[j], refs, batched));
   }
-  for (size_t d = 0; d < config.dense.size(); ++d) {
-    OP_REQUIRES_OK(ctx, MakeDenseOutput(ctx, 3 * ns + static_cast<int>(d),
-                                        config.dense[d], refs, batched));
+  for (int d = 0; d < nd; ++d) {
+    OP_REQUIRES_OK(
+        ctx, MakeDenseOutput(ctx, 3 * ns + d, config.dense[d], refs, batched));
+  }
+  for (int r = 0; r < nr; ++r) {
+    OP_REQUIRES_OK(ctx,
+                   MakeRaggedOutputs(ctx, 3 * ns + nd + r, 3 * ns + nd + nr + r,
+                                     config.ragged[r], refs, batched));
   }
 }
 
 // Output shapes of a parse op: sparse indices [?, rank], values [?], shapes
-// [rank], dense prefix + dense_shapes[i].
+// [rank], dense prefix + dense_shapes[i] (unknown if the prefix is; a
+// sparse_rank of -1 is unknown too).
 Status ParseOutputShapes(InferenceContext* c, int64_t num_sparse,
                          const std::vector<PartialTensorShape>& dense_shapes,
                          const PartialTensorShape& prefix, int sparse_rank) {
@@ -537,7 +604,7 @@ Status ParseOutputShapes(InferenceContext* c, int64_t num_sparse,
   }
   for (const PartialTensorShape& s : dense_shapes) {
     PartialTensorShape full = prefix;
-    if (s.unknown_rank()) {
+    if (s.unknown_rank() || prefix.unknown_rank()) {
       full = PartialTensorShape();
     } else {
       for (int64_t d : s.dim_sizes()) full.AddDim(d);
@@ -677,6 +744,190 @@ class ParseExampleKernel : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name("ParseExample").Device(kDeviceCpu),
                         ParseExampleKernel);
 REGISTER_NO_GRADIENT("ParseExample", "its input is serialized protos");
+
+// ---------------------------------------------------------------------------
+// ParseExampleV2
+//
+// TF 2's parser. Unlike ParseExample: `serialized` may be a scalar (one
+// example: outputs as ParseSingleExample's) or a vector; each kind of key
+// comes as one string vector; num_sparse is an attr, there is no Ndense; and
+// there are ragged features.
+
+// The type and shape part of ParseExampleV2's config, from its attrs.
+template <typename Ctx>
+Status InitExampleV2Config(Ctx* c, ExampleConfig* config,
+                           std::vector<PartialTensorShape>* dense_shapes) {
+  int64_t num_sparse;
+  RETURN_IF_ERROR(c->GetAttr("num_sparse", &num_sparse));
+  std::vector<DataType> sparse_types, dense_types, ragged_value_types,
+      ragged_split_types;
+  RETURN_IF_ERROR(GetParseAttrs(c, &sparse_types, &dense_types, dense_shapes));
+  RETURN_IF_ERROR(c->GetAttr("ragged_value_types", &ragged_value_types));
+  RETURN_IF_ERROR(c->GetAttr("ragged_split_types", &ragged_split_types));
+  RETURN_IF_ERROR(
+      InitExampleConfig(num_sparse, static_cast<int64_t>(dense_types.size()),
+                        sparse_types, dense_types, *dense_shapes, config));
+  if (ragged_value_types.size() != ragged_split_types.size()) {
+    return errors::InvalidArgument(
+        "len(ragged_value_types) ", ragged_value_types.size(),
+        " != len(ragged_split_types) ", ragged_split_types.size());
+  }
+  RETURN_IF_ERROR(CheckParseTypes(ragged_value_types, "ragged_value_types"));
+  config->ragged.resize(ragged_value_types.size());
+  for (size_t i = 0; i < ragged_value_types.size(); ++i) {
+    if (ragged_split_types[i] != DT_INT32 &&
+        ragged_split_types[i] != DT_INT64) {
+      return errors::InvalidArgument("ragged_split_types[", i, "] is ",
+                                     DataTypeString(ragged_split_types[i]),
+                                     "; must be int32 or int64");
+    }
+    config->ragged[i].dtype = ragged_value_types[i];
+    config->ragged[i].splits_dtype = ragged_split_types[i];
+  }
+  return absl::OkStatus();
+}
+
+REGISTER_OP("ParseExampleV2")
+    .Input("serialized: string")
+    .Input("names: string")
+    .Input("sparse_keys: string")
+    .Input("dense_keys: string")
+    .Input("ragged_keys: string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: num_sparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: num_sparse * int64")
+    .Output("dense_values: Tdense")
+    .Output("ragged_values: ragged_value_types")
+    .Output("ragged_row_splits: ragged_split_types")
+    .Attr("Tdense: list({float, int64, string}) >= 0")
+    .Attr("num_sparse: int >= 0")
+    .Attr("sparse_types: list({float, int64, string}) >= 0")
+    .Attr("ragged_value_types: list({float, int64, string}) >= 0")
+    .Attr("ragged_split_types: list({int32, int64}) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn([](InferenceContext* c) {
+      ExampleConfig config;
+      std::vector<PartialTensorShape> dense_shapes;
+      Status s = InitExampleV2Config(c, &config, &dense_shapes);
+      if (!s.ok()) return c->InvalidArgument(s.message());
+      PartialTensorShape input, unused;
+      RETURN_IF_ERROR(c->WithRankAtMost(0, 1, &input));
+      RETURN_IF_ERROR(c->WithRankAtMost(1, 1, &unused));  // names
+      for (int i = 2; i <= 4; ++i) {
+        RETURN_IF_ERROR(c->WithRankAtMost(i, 1, &unused));  // keys
+      }
+      const int sparse_rank = input.unknown_rank() ? -1 : input.dims() + 1;
+      RETURN_IF_ERROR(
+          ParseOutputShapes(c, static_cast<int64_t>(config.sparse.size()),
+                            dense_shapes, input, sparse_rank));
+      // Ragged values [?] and row splits [B + 1] (B unknown for a scalar:
+      // its splits tensor is empty).
+      const int nr = static_cast<int>(config.ragged.size());
+      int out = 3 * static_cast<int>(config.sparse.size()) +
+                static_cast<int>(dense_shapes.size());
+      int64_t num_splits = -1;
+      if (input.dims() == 1 && input.dim_size(0) >= 0) {
+        num_splits = input.dim_size(0) + 1;
+      }
+      for (int r = 0; r < nr; ++r) {
+        c->set_output(out + r, PartialTensorShape({-1}));
+        c->set_output(out + nr + r, PartialTensorShape({num_splits}));
+      }
+      return absl::OkStatus();
+    })
+    .Doc(
+        "Transforms a vector of tf.Example protos (as strings) into typed "
+        "tensors.\n"
+        "`serialized` is a vector of B serialized Examples, or a scalar (one "
+        "example); `names` their names for error messages (empty, or of "
+        "serialized's shape). `sparse_keys`, `dense_keys` and `ragged_keys` "
+        "are string vectors with num_sparse, len(Tdense) and "
+        "len(ragged_value_types) keys. Each sparse feature gives a "
+        "SparseTensor of `sparse_types[j]`: indices [N, R + 1] of (batch, "
+        "position) (just position for a scalar), values [N] and dense shape "
+        "[B, longest] ([longest] for a scalar), R being serialized's rank. "
+        "Each dense feature gives dense_values[j] of shape serialized.shape + "
+        "dense_shapes[j], with the semantics of ParseExample: exactly "
+        "dense_shapes[j].num_elements() values per example or the default "
+        "(an empty default makes the feature required); a first dimension of "
+        "-1 is variable-length, padded with the single-element default. Each "
+        "ragged feature gives ragged_values[j], the values of all examples "
+        "concatenated, and ragged_row_splits[j] of `ragged_split_types[j]`, "
+        "B + 1 offsets into them (empty for a scalar); a missing feature is "
+        "an empty row. Feature list kinds must match the types: float_list = "
+        "float, int64_list = int64, bytes_list = string.");
+
+class ParseExampleV2Kernel : public OpKernel {
+ public:
+  explicit ParseExampleV2Kernel(OpKernelConstruction* c) : OpKernel(c) {
+    std::vector<PartialTensorShape> dense_shapes;
+    OP_REQUIRES_OK(c, InitExampleV2Config(c, &config_, &dense_shapes));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& serialized = ctx->input(0);
+    const Tensor& names = ctx->input(1);
+    OP_REQUIRES(ctx, serialized.dims() <= 1,
+                errors::InvalidArgument(
+                    "Expected serialized to be a scalar or vector, got shape: ",
+                    serialized.shape().DebugString()));
+    OP_REQUIRES(ctx,
+                names.NumElements() == 0 || names.shape() == serialized.shape(),
+                errors::InvalidArgument(
+                    "Expected names to be empty or to have the same shape as "
+                    "serialized: names.shape=",
+                    names.shape().DebugString(),
+                    ", serialized.shape=", serialized.shape().DebugString()));
+    ExampleConfig config = config_;
+    OP_REQUIRES_OK(ctx, SetKeys(ctx->input(2), "sparse_keys", "num_sparse",
+                                &config.sparse));
+    OP_REQUIRES_OK(ctx, SetKeys(ctx->input(3), "dense_keys", "len(dense_types)",
+                                &config.dense));
+    OP_REQUIRES_OK(ctx, SetKeys(ctx->input(4), "ragged_keys",
+                                "len(ragged_value_types)", &config.ragged));
+    for (size_t d = 0; d < config.dense.size(); ++d) {
+      const int i = static_cast<int>(d);
+      OP_REQUIRES_OK(ctx,
+                     SetDenseDefault(i, ctx->input(5 + i), &config.dense[d]));
+    }
+    const int64_t n = serialized.NumElements();
+    std::vector<std::string> example_names(n, "<unknown>");
+    if (names.NumElements() > 0) {
+      for (int64_t i = 0; i < n; ++i)
+        example_names[i] = names.flat<tstring>()[i];
+    }
+    ParseAndOutput(ctx, config, serialized.data<tstring>(), n, example_names,
+                   /*batched=*/serialized.dims() == 1);
+  }
+
+ private:
+  // Sets the keys of `configs` from the string vector `keys` (input `what`),
+  // which must hold one key per config.
+  template <typename Config>
+  static Status SetKeys(const Tensor& keys, const char* what,
+                        const char* expected, std::vector<Config>* configs) {
+    if (keys.dims() > 1) {
+      return errors::InvalidArgument(
+          "Expected ", what,
+          " to be a vector, got shape: ", keys.shape().DebugString());
+    }
+    if (keys.NumElements() != static_cast<int64_t>(configs->size())) {
+      return errors::InvalidArgument("Expected len(", what, ") == ", expected,
+                                     " but got: ", keys.NumElements(), " vs. ",
+                                     configs->size());
+    }
+    for (size_t i = 0; i < configs->size(); ++i) {
+      (*configs)[i].key = keys.flat<tstring>()[i];
+    }
+    return absl::OkStatus();
+  }
+
+  ExampleConfig config_;  // Keys and defaults are filled per step.
+};
+REGISTER_KERNEL_BUILDER(Name("ParseExampleV2").Device(kDeviceCpu),
+                        ParseExampleV2Kernel);
+REGISTER_NO_GRADIENT("ParseExampleV2", "its input is serialized protos");
 
 // ---------------------------------------------------------------------------
 // ParseSingleExample

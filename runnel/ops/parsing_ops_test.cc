@@ -1,6 +1,6 @@
-// DecodeRaw, ParseExample and ParseSingleExample against TensorFlow's
-// documented semantics, including the tf.Examples TensorFlow wrote into
-// testdata/tf/records/imagenet_examples.tfrecord.
+// DecodeRaw, ParseExample, ParseExampleV2 and ParseSingleExample against
+// TensorFlow's documented semantics, including the tf.Examples TensorFlow wrote
+// into testdata/tf/records/imagenet_examples.tfrecord.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -662,6 +662,363 @@ TEST(ParseSingleExampleTest, DenseSparseAndErrors) {
     t.Input(Tensor::Scalar<tstring>(e));
     ExpectInvalid(t.RunKernelOnly(), "len(sparse_keys)");
   }
+}
+
+// ---------------------------------------------------------------------------
+// ParseExampleV2
+
+struct RaggedSpec {
+  std::string key;
+  DataType dtype;
+  DataType splits_dtype = DT_INT64;
+};
+
+struct ParsedV2 : Parsed {
+  std::vector<Tensor> ragged_values, ragged_splits;
+};
+
+// An OpTestCase for ParseExampleV2 with all attrs and inputs set.
+OpTestCase ParseExampleV2Case(const Tensor& serialized, const Tensor& names,
+                              const ParseSpec& spec,
+                              const std::vector<RaggedSpec>& ragged = {}) {
+  OpTestCase t("ParseExampleV2");
+  t.Attr("num_sparse", static_cast<int64_t>(spec.sparse.size()));
+  AddTypeAttrs(spec, &t);
+  std::vector<DataType> value_types, split_types;
+  std::vector<std::string> sparse_keys, dense_keys, ragged_keys;
+  for (const auto& r : ragged) {
+    value_types.push_back(r.dtype);
+    split_types.push_back(r.splits_dtype);
+    ragged_keys.push_back(r.key);
+  }
+  for (const auto& [k, dt] : spec.sparse) sparse_keys.push_back(k);
+  for (const auto& d : spec.dense) dense_keys.push_back(d.key);
+  t.Attr("ragged_value_types", MakeAttrValue(absl::MakeConstSpan(value_types)))
+      .Attr("ragged_split_types",
+            MakeAttrValue(absl::MakeConstSpan(split_types)));
+  t.Input(serialized)
+      .Input(names)
+      .Input(Strings(sparse_keys))
+      .Input(Strings(dense_keys))
+      .Input(Strings(ragged_keys));
+  for (const auto& d : spec.dense) t.Input(d.default_value);
+  return t;
+}
+
+StatusOr<ParsedV2> ParseExampleV2(const Tensor& serialized, const Tensor& names,
+                                  const ParseSpec& spec,
+                                  const std::vector<RaggedSpec>& ragged = {}) {
+  OpTestCase t = ParseExampleV2Case(serialized, names, spec, ragged);
+  RETURN_IF_ERROR(t.Run());
+  ParsedV2 p;
+  static_cast<Parsed&>(p) = Split(t, spec.sparse.size(), spec.dense.size());
+  const size_t base = 3 * spec.sparse.size() + spec.dense.size();
+  for (size_t r = 0; r < ragged.size(); ++r) {
+    p.ragged_values.push_back(t.output(base + r));
+    p.ragged_splits.push_back(t.output(base + ragged.size() + r));
+  }
+  return p;
+}
+
+TEST(ParseExampleV2Test, DenseWithDefaultsSparseAndRagged) {
+  const std::string e0 = MakeExample({{"f", Floats({1, 2, 3, 4})},
+                                      {"i", Int64s({-5})},
+                                      {"v", Int64s({1, 2, 3})},
+                                      {"r", Bytes({"a", "b"})}});
+  const std::string e1 = MakeExample({{"f", Floats({5, 6, 7, 8})}});
+  const std::string e2 = MakeExample(
+      {{"f", Floats({0, 0, 0, 1})}, {"v", Int64s({4})}, {"r", Bytes({"c"})}});
+  ParseSpec spec;
+  spec.sparse = {{"v", DT_INT64}, {"nowhere", DT_FLOAT}};
+  spec.dense = {
+      {"f", DT_FLOAT, PartialTensorShape({2, 2}), EmptyDefault(DT_FLOAT)},
+      {"i", DT_INT64, PartialTensorShape({}), Tensor::Scalar<int64_t>(99)},
+      {"s", DT_STRING, PartialTensorShape({2}),
+       Tensor::FromVector<tstring>({"d0", "d1"})},
+      {"v", DT_INT64, PartialTensorShape({-1}), Tensor::Scalar<int64_t>(-1)}};
+  auto p = ParseExampleV2(Strings({e0, e1, e2}), Strings({"n0", "n1", "n2"}),
+                          spec, {{"r", DT_STRING}, {"v", DT_INT64, DT_INT32}});
+  ASSERT_OK(p.status());
+  // Dense: required, defaulted, padded variable-length.
+  ExpectTensorEqual<float>(
+      p->dense[0],
+      Tensor::FromVector<float>({1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 1},
+                                TensorShape({3, 2, 2})));
+  ExpectTensorEqual<int64_t>(p->dense[1],
+                             Tensor::FromVector<int64_t>({-5, 99, 99}));
+  ExpectTensorEqual<tstring>(
+      p->dense[2],
+      Tensor::FromVector<tstring>({"d0", "d1", "d0", "d1", "d0", "d1"},
+                                  TensorShape({3, 2})));
+  ExpectTensorEqual<int64_t>(
+      p->dense[3], Tensor::FromVector<int64_t>({1, 2, 3, -1, -1, -1, 4, -1, -1},
+                                               TensorShape({3, 3})));
+  // Sparse.
+  ExpectTensorEqual<int64_t>(
+      p->indices[0], Tensor::FromVector<int64_t>({0, 0, 0, 1, 0, 2, 2, 0},
+                                                 TensorShape({4, 2})));
+  ExpectTensorEqual<int64_t>(p->values[0],
+                             Tensor::FromVector<int64_t>({1, 2, 3, 4}));
+  ExpectTensorEqual<int64_t>(p->shapes[0], Tensor::FromVector<int64_t>({3, 3}));
+  EXPECT_EQ(p->indices[1].shape(), TensorShape({0, 2}));
+  ExpectTensorEqual<int64_t>(p->shapes[1], Tensor::FromVector<int64_t>({3, 0}));
+  // Ragged: the middle example has an empty row.
+  ExpectTensorEqual<tstring>(p->ragged_values[0],
+                             Tensor::FromVector<tstring>({"a", "b", "c"}));
+  ExpectTensorEqual<int64_t>(p->ragged_splits[0],
+                             Tensor::FromVector<int64_t>({0, 2, 2, 3}));
+  ExpectTensorEqual<int64_t>(p->ragged_values[1],
+                             Tensor::FromVector<int64_t>({1, 2, 3, 4}));
+  ExpectTensorEqual<int32_t>(p->ragged_splits[1],
+                             Tensor::FromVector<int32_t>({0, 3, 3, 4}));
+}
+
+TEST(ParseExampleV2Test, ScalarSerializedIsOneExample) {
+  const std::string e =
+      MakeExample({{"a", Floats({1, 2, 3})}, {"b", Int64s({7, 8})}});
+  ParseSpec spec;
+  spec.sparse = {{"b", DT_INT64}};
+  spec.dense = {
+      {"a", DT_FLOAT, PartialTensorShape({3}), EmptyDefault(DT_FLOAT)},
+      {"c", DT_STRING, PartialTensorShape({}), Tensor::Scalar<tstring>("dflt")},
+      {"a", DT_FLOAT, PartialTensorShape({-1, 3}), Tensor::Scalar<float>(0)}};
+  auto p = ParseExampleV2(Tensor::Scalar<tstring>(e), Strings({}), spec,
+                          {{"b", DT_INT64}, {"zz", DT_FLOAT, DT_INT32}});
+  ASSERT_OK(p.status());
+  ExpectTensorEqual<float>(p->dense[0], Tensor::FromVector<float>({1, 2, 3}));
+  ExpectTensorEqual<tstring>(p->dense[1], Tensor::Scalar<tstring>("dflt"));
+  ExpectTensorEqual<float>(
+      p->dense[2], Tensor::FromVector<float>({1, 2, 3}, TensorShape({1, 3})));
+  ExpectTensorEqual<int64_t>(
+      p->indices[0], Tensor::FromVector<int64_t>({0, 1}, TensorShape({2, 1})));
+  ExpectTensorEqual<int64_t>(p->values[0], Tensor::FromVector<int64_t>({7, 8}));
+  ExpectTensorEqual<int64_t>(p->shapes[0], Tensor::FromVector<int64_t>({2}));
+  // Ragged values alone; the splits of a scalar are empty (as TF).
+  ExpectTensorEqual<int64_t>(p->ragged_values[0],
+                             Tensor::FromVector<int64_t>({7, 8}));
+  EXPECT_EQ(p->ragged_splits[0].shape(), TensorShape({0}));
+  EXPECT_EQ(p->ragged_values[1].shape(), TensorShape({0}));
+  EXPECT_EQ(p->ragged_splits[1].dtype(), DT_INT32);
+  // A scalar name is used in errors.
+  ParseSpec required;
+  required.dense = {
+      {"zz", DT_INT64, PartialTensorShape({}), EmptyDefault(DT_INT64)}};
+  auto bad = ParseExampleV2(Tensor::Scalar<tstring>(e),
+                            Tensor::Scalar<tstring>("the_one"), required);
+  ExpectInvalid(bad.status(), "Feature: zz (data type: int64) is required");
+  ExpectInvalid(bad.status(), "the_one");
+}
+
+TEST(ParseExampleV2Test, AgreesWithParseExampleOnTensorFlowRecords) {
+  const std::vector<std::string> recs = ImagenetRecords();
+  ASSERT_EQ(recs.size(), 3u);
+  ParseSpec spec;
+  spec.sparse = {{"image/object/bbox/xmin", DT_FLOAT}};
+  spec.dense = {{"image/class/label", DT_INT64, PartialTensorShape({}),
+                 EmptyDefault(DT_INT64)},
+                {"image/class/synset", DT_STRING, PartialTensorShape({}),
+                 EmptyDefault(DT_STRING)},
+                {"image/object/bbox/xmax", DT_FLOAT, PartialTensorShape({-1}),
+                 Tensor::Scalar<float>(-1.0f)}};
+  auto v1 = ParseExample(recs, {}, spec);
+  ASSERT_OK(v1.status());
+  auto v2 = ParseExampleV2(Strings(recs), Strings({}), spec,
+                           {{"image/object/bbox/label", DT_INT64}});
+  ASSERT_OK(v2.status());
+  for (size_t d = 0; d < spec.dense.size(); ++d) {
+    EXPECT_EQ(v2->dense[d].DebugString(), v1->dense[d].DebugString()) << d;
+  }
+  ExpectTensorEqual<int64_t>(v2->dense[0],
+                             Tensor::FromVector<int64_t>({287, 963, 396}));
+  ExpectTensorEqual<int64_t>(v2->indices[0], v1->indices[0]);
+  ExpectTensorEqual<float>(v2->values[0], v1->values[0]);
+  ExpectTensorEqual<int64_t>(v2->shapes[0], v1->shapes[0]);
+  // Only the first example has boxes (two, both labelled 287).
+  ExpectTensorEqual<int64_t>(v2->ragged_values[0],
+                             Tensor::FromVector<int64_t>({287, 287}));
+  ExpectTensorEqual<int64_t>(v2->ragged_splits[0],
+                             Tensor::FromVector<int64_t>({0, 2, 2, 2}));
+}
+
+TEST(ParseExampleV2Test, EmptyBatch) {
+  ParseSpec spec;
+  spec.sparse = {{"s", DT_FLOAT}};
+  spec.dense = {
+      {"d", DT_INT64, PartialTensorShape({3}), EmptyDefault(DT_INT64)}};
+  auto p =
+      ParseExampleV2(Strings({}, {0}), Strings({}), spec, {{"r", DT_FLOAT}});
+  ASSERT_OK(p.status());
+  EXPECT_EQ(p->dense[0].shape(), TensorShape({0, 3}));
+  EXPECT_EQ(p->indices[0].shape(), TensorShape({0, 2}));
+  ExpectTensorEqual<int64_t>(p->shapes[0], Tensor::FromVector<int64_t>({0, 0}));
+  EXPECT_EQ(p->ragged_values[0].shape(), TensorShape({0}));
+  ExpectTensorEqual<int64_t>(p->ragged_splits[0],
+                             Tensor::FromVector<int64_t>({0}));
+}
+
+TEST(ParseExampleV2Test, BadInputs) {
+  const std::string good = MakeExample({{"f", Floats({1, 2})}});
+  ParseSpec spec;
+  spec.dense = {
+      {"f", DT_FLOAT, PartialTensorShape({2}), EmptyDefault(DT_FLOAT)}};
+
+  // Missing required dense feature, with the example's name.
+  auto p = ParseExampleV2(Strings({good, MakeExample({{"g", Floats({1})}})}),
+                          Strings({"ex0", "ex1"}), spec);
+  ExpectInvalid(p.status(), "Feature: f (data type: float) is required");
+  ExpectInvalid(p.status(), "ex1");
+  // Malformed proto; wrong value count; wrong list kind (dense and ragged).
+  ExpectInvalid(ParseExampleV2(Strings({std::string("\x0a\xff\x01", 3)}),
+                               Strings({}), spec)
+                    .status(),
+                "Could not parse example input");
+  ExpectInvalid(ParseExampleV2(Strings({MakeExample({{"f", Floats({1})}})}),
+                               Strings({}), spec)
+                    .status(),
+                "values size: 1");
+  ExpectInvalid(ParseExampleV2(Strings({MakeExample({{"f", Int64s({1, 2})}})}),
+                               Strings({}), spec)
+                    .status(),
+                "Data type: int64 but expected type: float");
+  ExpectInvalid(ParseExampleV2(Strings({good}), Strings({}), ParseSpec(),
+                               {{"f", DT_STRING}})
+                    .status(),
+                "Data type: float but expected type: string");
+  // A default of the wrong shape or dtype.
+  ParseSpec bad_default = spec;
+  bad_default.dense[0].default_value = Tensor::FromVector<float>({1, 2, 3});
+  ExpectInvalid(
+      ParseExampleV2(Strings({good}), Strings({}), bad_default).status(),
+      "is not compatible with dense_shapes[0]");
+
+  // Keys: one per config, as a vector.
+  {
+    // Two dense keys for one dense type.
+    OpTestCase k("ParseExampleV2");
+    k.Attr("num_sparse", int64_t{0});
+    AddTypeAttrs(spec, &k);
+    k.Attr("ragged_value_types", MakeAttrValue(absl::Span<const DataType>()))
+        .Attr("ragged_split_types",
+              MakeAttrValue(absl::Span<const DataType>()));
+    k.Input(Strings({good}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({"f", "g"}))
+        .Input(Strings({}))
+        .Input(EmptyDefault(DT_FLOAT));
+    ExpectInvalid(k.Run(),
+                  "Expected len(dense_keys) == len(dense_types) but got: 2 vs. "
+                  "1");
+  }
+  {
+    // A sparse key missing for num_sparse = 1.
+    ParseSpec sparse;
+    sparse.sparse = {{"f", DT_FLOAT}};
+    OpTestCase k("ParseExampleV2");
+    k.Attr("num_sparse", int64_t{1});
+    AddTypeAttrs(sparse, &k);
+    k.Attr("ragged_value_types", MakeAttrValue(absl::Span<const DataType>()))
+        .Attr("ragged_split_types",
+              MakeAttrValue(absl::Span<const DataType>()));
+    k.Input(Strings({good}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({}));
+    ExpectInvalid(k.Run(),
+                  "Expected len(sparse_keys) == num_sparse but got: 0 vs. 1");
+  }
+  {
+    // Ragged keys of rank 2: the kernel and the shape function reject them.
+    OpTestCase k("ParseExampleV2");
+    k.Attr("num_sparse", int64_t{0});
+    AddTypeAttrs(ParseSpec(), &k);
+    k.Attr("ragged_value_types", MakeAttrValue(std::vector<DataType>{DT_FLOAT}))
+        .Attr("ragged_split_types",
+              MakeAttrValue(std::vector<DataType>{DT_INT64}));
+    k.Input(Strings({good}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({"f"}, {1, 1}));
+    ExpectInvalid(k.RunKernelOnly(),
+                  "Expected ragged_keys to be a vector, got shape: [1,1]");
+    ExpectInvalid(k.Run(), "rank");
+  }
+  {
+    // serialized of rank 2; names that do not match serialized.
+    OpTestCase t =
+        ParseExampleV2Case(Strings({good, good}, {1, 2}), Strings({}), spec);
+    ExpectInvalid(t.RunKernelOnly(),
+                  "Expected serialized to be a scalar or vector, got shape: "
+                  "[1,2]");
+    ExpectInvalid(t.Run(), "rank");
+    OpTestCase n =
+        ParseExampleV2Case(Strings({good, good}), Strings({"only one"}), spec);
+    ExpectInvalid(n.Run(), "Expected names");
+  }
+  {
+    // Ragged type lists of different lengths.
+    OpTestCase k("ParseExampleV2");
+    k.Attr("num_sparse", int64_t{0});
+    AddTypeAttrs(ParseSpec(), &k);
+    k.Attr("ragged_value_types", MakeAttrValue(std::vector<DataType>{DT_FLOAT}))
+        .Attr("ragged_split_types",
+              MakeAttrValue(absl::Span<const DataType>()));
+    k.Input(Strings({good}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({}))
+        .Input(Strings({"f"}));
+    ExpectInvalid(k.RunKernelOnly(), "len(ragged_split_types)");
+    ExpectInvalid(k.Run(), "len(ragged_split_types)");
+  }
+}
+
+TEST(ParseExampleV2Test, ShapeFunction) {
+  AttrMap attrs;
+  attrs["num_sparse"] = MakeAttrValue(int64_t{1});
+  attrs["sparse_types"] = MakeAttrValue(std::vector<DataType>{DT_STRING});
+  attrs["Tdense"] = MakeAttrValue(std::vector<DataType>{DT_FLOAT, DT_INT64});
+  attrs["dense_shapes"] = MakeAttrValue(std::vector<PartialTensorShape>{
+      PartialTensorShape({3}), PartialTensorShape({-1, 2})});
+  attrs["ragged_value_types"] = MakeAttrValue(std::vector<DataType>{DT_FLOAT});
+  attrs["ragged_split_types"] = MakeAttrValue(std::vector<DataType>{DT_INT32});
+  auto infer = [&](const PartialTensorShape& serialized) {
+    return InferShapes(
+        "ParseExampleV2", attrs,
+        {serialized, PartialTensorShape({0}), PartialTensorShape({1}),
+         PartialTensorShape({2}), PartialTensorShape({1}),
+         PartialTensorShape({0}), PartialTensorShape({})});
+  };
+  // A batch of 4.
+  auto s = infer(PartialTensorShape({4}));
+  ASSERT_OK(s.status());
+  ASSERT_EQ(s->size(), 7u);
+  EXPECT_EQ((*s)[0], PartialTensorShape({-1, 2}));
+  EXPECT_EQ((*s)[1], PartialTensorShape({-1}));
+  EXPECT_EQ((*s)[2], PartialTensorShape({2}));
+  EXPECT_EQ((*s)[3], PartialTensorShape({4, 3}));
+  EXPECT_EQ((*s)[4], PartialTensorShape({4, -1, 2}));
+  EXPECT_EQ((*s)[5], PartialTensorShape({-1}));
+  EXPECT_EQ((*s)[6], PartialTensorShape({5}));
+  // One example.
+  s = infer(PartialTensorShape({}));
+  ASSERT_OK(s.status());
+  EXPECT_EQ((*s)[0], PartialTensorShape({-1, 1}));
+  EXPECT_EQ((*s)[2], PartialTensorShape({1}));
+  EXPECT_EQ((*s)[3], PartialTensorShape({3}));
+  EXPECT_EQ((*s)[4], PartialTensorShape({-1, 2}));
+  EXPECT_EQ((*s)[6], PartialTensorShape({-1}));
+  // Unknown rank: sparse rank and dense outputs unknown.
+  s = infer(PartialTensorShape());
+  ASSERT_OK(s.status());
+  EXPECT_EQ((*s)[0], PartialTensorShape({-1, -1}));
+  EXPECT_EQ((*s)[2], PartialTensorShape({-1}));
+  EXPECT_TRUE((*s)[3].unknown_rank());
+  EXPECT_EQ((*s)[6], PartialTensorShape({-1}));
+  // Rank 2 is rejected.
+  EXPECT_FALSE(infer(PartialTensorShape({2, 2})).ok());
 }
 
 }  // namespace

@@ -500,6 +500,43 @@ REGISTER_KERNEL_BUILDER(Name("ResourceGather")
                         ResourceGatherKernel<int64_t>);
 
 // ---------------------------------------------------------------------------
+// DisableCopyOnRead
+//
+// TF puts a variable in "copy-on-read" mode once sparse ops access it (reads
+// then copy the value) and this op switches it back. Our variables have one
+// mode: reads share the buffer and writers copy first (Note [Resource
+// variable copy-on-write]), so the op only checks its handle.
+
+REGISTER_OP("DisableCopyOnRead")
+    .Input("resource: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::NoOutputs)
+    .Doc(
+        "Turns off the copy-on-read mode.\n"
+        "In TensorFlow, turns off the copy-on-read mode of a resource variable "
+        "(no effect if it is not in that mode). Runnel's variables have no "
+        "such mode: a read shares the value and a writer copies it first if "
+        "it is shared. So the op only checks that `resource` names an "
+        "existing variable (NotFound if it does not, as in TensorFlow; "
+        "InvalidArgument for a handle that is not a scalar or names another "
+        "kind of resource or device) and changes nothing.");
+
+class DisableCopyOnReadKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle* h;
+    OP_REQUIRES_OK(ctx, HandleFromInput(ctx, 0, &h));
+    Var* var = nullptr;
+    OP_REQUIRES_OK(ctx, LookupResource<Var>(ctx, *h, &var));
+    ScopedUnref unref(var);
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("DisableCopyOnRead").Device(kDeviceCpu),
+                        DisableCopyOnReadKernel);
+
+// ---------------------------------------------------------------------------
 // DestroyResourceOp
 
 REGISTER_OP("DestroyResourceOp")

@@ -308,6 +308,69 @@ TEST(DestroyResourceOpTest, DeletesTheVariable) {
   ExpectTensorEqual<float>(*Read(h), Tensor::FromVector<float>({2}));
 }
 
+// ---------------------------------------------------------------------------
+// DisableCopyOnRead
+
+Status DisableCopyOnRead(const Tensor& handle) {
+  OpTestCase t("DisableCopyOnRead");
+  t.Input(handle);
+  return t.Run();
+}
+
+TEST(DisableCopyOnReadTest, ChecksTheVariableAndChangesNothing) {
+  const OpRegistrationData* d =
+      OpRegistry::Global()->LookUp("DisableCopyOnRead");
+  ASSERT_NE(d, nullptr);
+  EXPECT_TRUE(d->op_def.is_stateful());
+  EXPECT_EQ(d->op_def.output_arg_size(), 0);
+
+  Tensor h = Handle("rv_disable_copy_on_read");
+  // No variable yet: NotFound, as TensorFlow's lookup.
+  ExpectError(DisableCopyOnRead(h), absl::StatusCode::kNotFound,
+              "rv_disable_copy_on_read");
+  ASSERT_OK(Assign(h, Tensor::FromVector<float>({1, 2, 3})));
+  auto before = Read(h);
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_OK(DisableCopyOnRead(h));
+  ASSERT_OK(DisableCopyOnRead(h));  // Twice is fine.
+  // Same value, same buffer: nothing was copied or changed.
+  auto after = Read(h);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ExpectTensorEqual<float>(*after, Tensor::FromVector<float>({1, 2, 3}));
+  EXPECT_TRUE(after->SharesBufferWith(*before));
+  EXPECT_EQ(*IsInitialized(h), true);
+  // Updates still copy before writing a value a reader holds.
+  ASSERT_OK(
+      Update("AssignAddVariableOp", h, Tensor::FromVector<float>({1, 1, 1})));
+  ExpectTensorEqual<float>(*before, Tensor::FromVector<float>({1, 2, 3}));
+  ExpectTensorEqual<float>(*Read(h), Tensor::FromVector<float>({2, 3, 4}));
+  // Any dtype.
+  Tensor s = Handle("rv_disable_copy_on_read_str", DT_STRING);
+  ASSERT_OK(Assign(s, Tensor::Scalar<tstring>("x")));
+  ASSERT_OK(DisableCopyOnRead(s));
+  ExpectTensorEqual<tstring>(*Read(s, DT_STRING), Tensor::Scalar<tstring>("x"));
+  // Destroyed: NotFound again.
+  ASSERT_OK(Destroy(h));
+  ExpectError(DisableCopyOnRead(h), absl::StatusCode::kNotFound,
+              "rv_disable_copy_on_read");
+}
+
+TEST(DisableCopyOnReadTest, BadHandlesAreRejected) {
+  ExpectError(DisableCopyOnRead(Tensor(DT_RESOURCE, TensorShape({2}))),
+              absl::StatusCode::kInvalidArgument, "resource handle");
+  struct NotAVariable {};
+  Tensor other(DT_RESOURCE, TensorShape({}));
+  other.scalar<ResourceHandle>() =
+      MakeResourceHandle<NotAVariable>("localhost", "rv_dcor_other", "");
+  ExpectError(DisableCopyOnRead(other), absl::StatusCode::kInvalidArgument,
+              "wrong type");
+  Tensor remote = Handle("rv_dcor_remote").DeepCopy();
+  remote.scalar<ResourceHandle>().set_device(
+      "/job:ps/replica:0/task:0/device:CPU:0");
+  ExpectError(DisableCopyOnRead(remote), absl::StatusCode::kInvalidArgument,
+              "/job:ps");
+}
+
 TEST(ResourceVariableTest, BadHandlesAreRejected) {
   // Not one element.
   ExpectError(Read(Tensor(DT_RESOURCE, TensorShape({2}))).status(),

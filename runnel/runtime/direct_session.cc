@@ -10,6 +10,7 @@
 #include "absl/synchronization/notification.h"
 #include "runnel/devices/cpu_device.h"
 #include "runnel/framework/op.h"
+#include "runnel/graph/function.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/prune.h"
 #include "runnel/runtime/device_mgr.h"
@@ -120,6 +121,11 @@ class DirectSession : public Session {
     if (options_.untrusted)
       RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
+    // Function calls run as part of the graph (runnel/graph/function.h).
+    if (Status s = InlineFunctionCalls(graph_.get()); !s.ok()) {
+      graph_ = std::make_unique<Graph>();
+      return s;
+    }
     has_graph_ = true;
     placed_ = false;
     return absl::OkStatus();
@@ -131,6 +137,7 @@ class DirectSession : public Session {
     if (options_.untrusted)
       RETURN_IF_ERROR(CheckUntrustedGraph(graph, options_));
     RETURN_IF_ERROR(ImportGraphDef(graph, graph_.get()));
+    RETURN_IF_ERROR(InlineFunctionCalls(graph_.get()));
     has_graph_ = true;
     placed_ = false;
     return absl::OkStatus();
