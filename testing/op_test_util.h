@@ -134,4 +134,14 @@ void ExpectTensorNear(const Tensor& actual, const Tensor& expected,
     EXPECT_TRUE(_st.ok()) << _st; \
   } while (0)
 
+// ASSERT_OK_AND_ASSIGN(auto x, Foo()): asserts a StatusOr is ok and moves
+// its value into `lhs` (in a function returning void, as ASSERT_* need).
+#define ASSERT_OK_AND_ASSIGN(lhs, expr) \
+  RUNNEL_ASSERT_OK_AND_ASSIGN_IMPL(     \
+      RUNNEL_STATUS_CONCAT(runnel_assert_or_, __LINE__), lhs, expr)
+#define RUNNEL_ASSERT_OK_AND_ASSIGN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                     \
+  ASSERT_TRUE(tmp.ok()) << tmp.status();                 \
+  lhs = std::move(tmp).value()
+
 #endif  // RUNNEL_TESTING_OP_TEST_UTIL_H_

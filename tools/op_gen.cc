@@ -52,6 +52,7 @@ std::string AttrCppType(const std::string& type) {
       {"type", "::runnel::DataType"},
       {"shape", "const ::runnel::PartialTensorShape&"},
       {"tensor", "const ::runnel::Tensor&"},
+      {"func", "const ::runnel::NameAttrList&"},
       {"list(int)", "absl::Span<const int64_t>"},
       {"list(float)", "absl::Span<const float>"},
       {"list(string)", "absl::Span<const std::string>"},

@@ -160,6 +160,11 @@ AttrValue MakeAttrValue(DataType v) {
   a.set_type(v);
   return a;
 }
+AttrValue MakeAttrValue(const NameAttrList& v) {
+  AttrValue a;
+  *a.mutable_func() = v;
+  return a;
+}
 AttrValue MakeAttrValue(const TensorShape& v) {
   AttrValue a;
   v.AsProto(a.mutable_shape());

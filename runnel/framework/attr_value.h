@@ -45,6 +45,8 @@ inline AttrValue MakeAttrValue(const std::string& v) {
   return MakeAttrValue(absl::string_view(v));
 }
 AttrValue MakeAttrValue(DataType v);
+// A function attr ("func"): the function's name and its attrs.
+AttrValue MakeAttrValue(const NameAttrList& v);
 AttrValue MakeAttrValue(const TensorShape& v);
 AttrValue MakeAttrValue(const PartialTensorShape& v);
 AttrValue MakeAttrValue(const Tensor& v);

@@ -695,11 +695,24 @@ Status InlineFunctionCalls(Graph* g, int* inlined) {
   int count = 0;
   absl::flat_hash_map<int, int> depths;  // Node id -> call depth.
   while (true) {
-    std::vector<Node*> calls;
+    std::vector<Node*> calls, control_flow;
     for (Node* n : g->nodes()) {
       if (IsInlinableCall(*n)) calls.push_back(n);
+      if (IsLowerableControlFlow(*n)) control_flow.push_back(n);
     }
-    if (calls.empty()) break;
+    if (calls.empty() && control_flow.empty()) break;
+    // A lowered node's calls are inlined at its own depth plus one.
+    for (Node* n : control_flow) {
+      auto it = depths.find(n->id());
+      const int depth = it == depths.end() ? 0 : it->second;
+      std::vector<Node*> lowered_calls;
+      RETURN_IF_ERROR(LowerControlFlowOp(g, n, &lowered_calls));
+      for (Node* call : lowered_calls) {
+        depths[call->id()] = depth;
+        calls.push_back(call);
+      }
+      ++count;
+    }
     for (Node* n : calls) {
       auto it = depths.find(n->id());
       const int depth = it == depths.end() ? 1 : it->second + 1;

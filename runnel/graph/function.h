@@ -120,12 +120,28 @@ StatusOr<NodeDef> CallNodeForFunction(const FunctionLibraryDefinition& lib,
 // StatefulPartitionedCall without a true `_noinline` attr.
 bool IsInlinableCall(const Node& n);
 
+// True for TF 2's functional control flow (If, StatelessIf, While,
+// StatelessWhile) without a true `_noinline` attr.
+bool IsLowerableControlFlow(const Node& n);
+
+// Replaces `n`, one of those, by Switch/Merge (If) or a loop frame named
+// like `n` (While) around call nodes of its functions, as TF's
+// LowerFunctionalOpsPass does (Notes [Lowered If] and [Lowered While] in
+// lower_functional_ops.cc), and appends the call nodes to `calls`. The
+// node yielding the results keeps `n`'s name. A number as condition is
+// true when non-zero. InvalidArgument (naming `n`) for a While without
+// loop variables or whose cond does not return one value; NotFound for a
+// missing cond function. On error `g` may be partly rewritten.
+Status LowerControlFlowOp(Graph* g, Node* n, std::vector<Node*>* calls);
+
 // Replaces every inlinable call node of `g` by the body of the function it
-// calls (its attr `f`, found in g->library()), repeating for calls inside
-// bodies. Body nodes are named "<call>/<node>", take the call's requested
-// and assigned device when they have none, and wait for the call's inputs
-// and control inputs (Note [Inlined calls] in function.cc). Returns the
-// number of calls inlined in `*inlined` if non-null.
+// calls (its attr `f`, found in g->library()), and every lowerable
+// control-flow node by its lowering (LowerControlFlowOp), repeating for
+// calls and control flow inside bodies. Body nodes are named
+// "<call>/<node>", take the call's requested and assigned device when they
+// have none, and wait for the call's inputs and control inputs (Note
+// [Inlined calls] in function.cc). Returns the number of calls inlined and
+// nodes lowered in `*inlined` if non-null.
 Status InlineFunctionCalls(Graph* g, int* inlined = nullptr);
 
 }  // namespace runnel

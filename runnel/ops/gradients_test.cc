@@ -539,6 +539,8 @@ const std::map<std::string, std::string>& CheckedElsewhere() {
     add({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
          "Exit", "RefExit", "NextIteration", "RefNextIteration"},
         "control_flow_ops_session_test (Cond and WhileLoop)");
+    add({"If", "StatelessIf", "While", "StatelessWhile"},
+        "function_test FunctionalControlFlowTest (their error)");
     add({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
          "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3"},
         "tensor_array_ops_session_test, and in loops runnel/training/rnn_test");

@@ -1,0 +1,160 @@
+#include "runnel/graph/define_function.h"
+
+#include <map>
+#include <memory>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "runnel/framework/op.h"
+#include "runnel/graph/function.h"
+#include "runnel/graph/graph_def.h"
+
+namespace runnel {
+namespace {
+
+// How a body node's output slot is named in a FunctionDef:
+// "node:output_arg:index", or the argument's name for an _Arg.
+class TensorNamer {
+ public:
+  StatusOr<std::string> Name(const Node* n, int slot) {
+    if (n->type_string() == "_Arg") return n->name();
+    auto it = ranges_.find(n);
+    if (it == ranges_.end()) {
+      std::map<std::string, std::pair<int, int>> in, out;
+      RETURN_IF_ERROR(NameRangesForNode(n->op_def(), n->attrs(), &in, &out));
+      it = ranges_.emplace(n, std::move(out)).first;
+    }
+    for (const auto& [arg, range] : it->second) {
+      if (slot >= range.first && slot < range.second) {
+        return absl::StrCat(n->name(), ":", arg, ":", slot - range.first);
+      }
+    }
+    return errors::Internal("node '", n->name(), "' has no output ", slot);
+  }
+
+ private:
+  std::map<const Node*, std::map<std::string, std::pair<int, int>>> ranges_;
+};
+
+// What TF 2's automatic control dependencies run even when no result is
+// used: stateful ops and ops on resources (AssignVariableOp and the like,
+// which TF does not mark stateful).
+bool HasSideEffects(const Node& n) {
+  if (n.IsStateful()) return true;
+  for (DataType t : n.props().input_types) {
+    if (BaseType(t) == DT_RESOURCE) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+StatusOr<FunctionDef> BuildFunctionDef(const std::string& name,
+                                       const std::vector<FunctionArg>& args,
+                                       const FunctionBuilder& build) {
+  auto where = [&] { return absl::StrCat("function '", name, "'"); };
+  if (!IsValidNodeName(name, /*allow_internal=*/false)) {
+    return errors::InvalidArgument("'", name, "' is not a valid function name");
+  }
+  Scope body = Scope::NewRootScope();
+  std::vector<Output> arg_outputs;
+  std::set<std::string> arg_names;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!IsValidNodeName(args[i].name, /*allow_internal=*/false) ||
+        !arg_names.insert(args[i].name).second) {
+      return errors::InvalidArgument(where(), ": argument name '", args[i].name,
+                                     "' is not valid or repeats");
+    }
+    Operation op;
+    RETURN_IF_ERROR(NodeBuilder(body.WithOpName(args[i].name), "_Arg")
+                        .Attr("T", args[i].type)
+                        .Attr("index", static_cast<int64_t>(i))
+                        .Finalize(&op));
+    if (op.node()->name() != args[i].name) {
+      return errors::InvalidArgument(where(), ": argument name '", args[i].name,
+                                     "' is taken");
+    }
+    arg_outputs.push_back(Output(op, 0));
+  }
+  ASSIGN_OR_RETURN(std::vector<Output> results, build(body, arg_outputs));
+  if (!body.ok()) {
+    Status s = body.status();
+    return Status(s.code(), absl::StrCat(where(), ": ", s.message()));
+  }
+
+  FunctionDef fdef;
+  OpDef* sig = fdef.mutable_signature();
+  sig->set_name(name);
+  for (const FunctionArg& a : args) {
+    OpDef::ArgDef* arg = sig->add_input_arg();
+    arg->set_name(a.name);
+    arg->set_type(a.type);
+  }
+  TensorNamer namer;
+  for (size_t k = 0; k < results.size(); ++k) {
+    const Output& out = results[k];
+    if (out.node() == nullptr ||
+        body.graph()->FindNodeId(out.node()->id()) != out.node()) {
+      return errors::InvalidArgument(where(), ": result ", k,
+                                     " is null or not built in the body");
+    }
+    OpDef::ArgDef* arg = sig->add_output_arg();
+    arg->set_name(absl::StrCat("output_", k));
+    arg->set_type(BaseType(out.type()));
+    ASSIGN_OR_RETURN(std::string tensor, namer.Name(out.node(), out.index()));
+    (*fdef.mutable_ret())[arg->name()] = tensor;
+  }
+  for (Node* n : body.graph()->nodes()) {
+    if (n->type_string() == "_Arg") continue;
+    NodeDef* nd = fdef.add_node_def();
+    nd->set_name(n->name());
+    nd->set_op(n->type_string());
+    if (!n->requested_device().empty()) {
+      nd->set_device(n->requested_device());
+    }
+    for (const auto& [key, value] : n->attrs())
+      (*nd->mutable_attr())[key] = value;
+    std::vector<std::string> inputs(n->num_inputs());
+    std::vector<std::string> controls;
+    for (const Edge* e : n->in_edges()) {
+      if (e->IsControlEdge()) {
+        // An argument is there before the body runs: no edge needed.
+        if (e->src()->type_string() != "_Arg") {
+          controls.push_back("^" + e->src()->name());
+        }
+        continue;
+      }
+      ASSIGN_OR_RETURN(inputs[e->dst_input()],
+                       namer.Name(e->src(), e->src_output()));
+    }
+    for (std::string& in : inputs) nd->add_input(std::move(in));
+    for (std::string& c : controls) nd->add_input(std::move(c));
+    if (HasSideEffects(*n)) {
+      sig->add_control_output(n->name());
+      (*fdef.mutable_control_ret())[n->name()] = n->name();
+    }
+  }
+  RETURN_IF_ERROR(ValidateFunctionDef(fdef));
+  return fdef;
+}
+
+StatusOr<NameAttrList> DefineFunction(const Scope& scope,
+                                      const std::string& name,
+                                      const std::vector<FunctionArg>& args,
+                                      const FunctionBuilder& build) {
+  if (!scope.ok()) return scope.status();
+  ASSIGN_OR_RETURN(FunctionDef fdef, BuildFunctionDef(name, args, build));
+  Graph* g = scope.graph();
+  auto lib = g->library() == nullptr
+                 ? std::make_shared<FunctionLibraryDefinition>()
+                 : std::make_shared<FunctionLibraryDefinition>(*g->library());
+  FunctionDefLibrary one;
+  *one.add_function() = std::move(fdef);
+  RETURN_IF_ERROR(lib->AddLibrary(one));
+  g->set_library(std::move(lib));
+  NameAttrList func;
+  func.set_name(name);
+  return func;
+}
+
+}  // namespace runnel
