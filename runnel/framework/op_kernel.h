@@ -47,6 +47,7 @@
 namespace runnel {
 
 class AsyncOpKernel;
+class FunctionLibraryRuntime;
 class OpKernelContext;
 
 // Arguments and results of a function-like execution (a session step):
@@ -186,6 +187,11 @@ class OpKernelContext {
     // True when the executor runs a transfer node (_Send) on a dead input:
     // it forwards the dead token instead of a value.
     bool is_input_dead = false;
+    // Runs library functions on this device (framework/function_runtime.h);
+    // null where the graph has no function library.
+    FunctionLibraryRuntime* function_library = nullptr;
+    // How many function calls enclose this execution.
+    int function_call_depth = 0;
   };
 
   explicit OpKernelContext(Params* params);
@@ -212,6 +218,11 @@ class OpKernelContext {
     return params_->runner;
   }
   Rendezvous* rendezvous() const { return params_->rendezvous; }
+  StepResources* step_resources() const { return params_->step_resources; }
+  FunctionLibraryRuntime* function_library() const {
+    return params_->function_library;
+  }
+  int function_call_depth() const { return params_->function_call_depth; }
   const FrameAndIter& frame_iter() const { return params_->frame_iter; }
   const DeviceContext* op_device_context() const {
     return params_->device->device_context();

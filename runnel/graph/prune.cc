@@ -107,6 +107,8 @@ Status PruneImpl(const Graph& full, const std::vector<std::string>& feeds,
   }
 
   std::vector<Node*> copy(full.num_node_ids(), nullptr);
+  // Calls that were not inlined run their functions from the library.
+  out->set_library(full.library());
   for (Node* n : needed) {
     ASSIGN_OR_RETURN(Node * c, out->AddNode(n->props_shared()));
     c->set_assigned_device_name(n->assigned_device_name());

@@ -12,10 +12,14 @@
 // body, as TF's LowerFunctionalOpsPass does, and the calls are inlined, so
 // the functions run as part of the caller's graph on the executor's frames.
 // These kernels therefore run only for a node that was not rewritten (attr
-// `_noinline` on a call). Running a function on its own executor is not
-// built yet: such a node fails with Unimplemented naming it and the
-// function, rather than running wrongly.
+// `_noinline`): they run the functions on their own executors through the
+// step's function library runtime (framework/function_runtime.h), which
+// also bounds how deep calls nest at run time, so a recursive function
+// with a base case works when its recursive call is `_noinline`.
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "runnel/framework/cancellation.h"
+#include "runnel/framework/function_runtime.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/gradients.h"
@@ -130,31 +134,265 @@ REGISTER_OP("StatelessWhile")
     .SetShapeFn(DeclaredOutputShapes)
     .Doc(absl::StrCat(kWhileDoc, " The body must have no side effects."));
 
-class CallKernel : public OpKernel {
+// Instantiates functions of one kernel on the runtime its context gives,
+// caching the handle per runtime (a shared stateful kernel may run under
+// several runtimes).
+class FunctionHandles {
  public:
-  explicit CallKernel(OpKernelConstruction* c) : OpKernel(c) {
-    for (const char* attr : {"f", "then_branch", "body"}) {
-      auto f = c->attrs().find(attr);
-      if (f != c->attrs().end()) function_ = f->second.func().name();
+  explicit FunctionHandles(NameAttrList func) : func_(std::move(func)) {}
+  const std::string& name() const { return func_.name(); }
+
+  Status Get(FunctionLibraryRuntime* flr, FunctionLibraryRuntime::Handle* h) {
+    {
+      absl::MutexLock l(&mu_);
+      if (flr->id() == flr_id_) {
+        *h = handle_;
+        return absl::OkStatus();
+      }
     }
-  }
-  void Compute(OpKernelContext* ctx) override {
-    ctx->SetStatus(errors::Unimplemented(
-        type_string(), " '", name(), "' calls function '", function_,
-        "' without being inlined or lowered (attr _noinline), which Runnel "
-        "does not run yet; sessions inline every other call"));
+    RETURN_IF_ERROR(flr->Instantiate(
+        func_.name(), AttrMap(func_.attr().begin(), func_.attr().end()), h));
+    absl::MutexLock l(&mu_);
+    flr_id_ = flr->id();
+    handle_ = *h;
+    return absl::OkStatus();
   }
 
  private:
-  std::string function_;
+  const NameAttrList func_;
+  absl::Mutex mu_;
+  uint64_t flr_id_ ABSL_GUARDED_BY(mu_) = 0;
+  FunctionLibraryRuntime::Handle handle_ ABSL_GUARDED_BY(mu_) = -1;
 };
+
+NameAttrList FuncAttr(OpKernelConstruction* c, const char* attr) {
+  auto it = c->attrs().find(attr);
+  return it == c->attrs().end() ? NameAttrList() : it->second.func();
+}
+
+FunctionLibraryRuntime::Options CallOptions(OpKernelContext* ctx) {
+  FunctionLibraryRuntime::Options o;
+  o.step_id = ctx->step_id();
+  o.cancellation_manager = ctx->cancellation_manager();
+  o.step_resources = ctx->step_resources();
+  o.call_depth = ctx->function_call_depth() + 1;
+  return o;
+}
+
+// The runtime of `ctx`, or an error naming what needs one.
+Status NeedFunctionLibrary(OpKernelContext* ctx, const std::string& fn) {
+  if (ctx->function_library() != nullptr) return absl::OkStatus();
+  return errors::FailedPrecondition(
+      "calling function '", fn,
+      "' needs a function library runtime, which only a session step of a "
+      "graph with a function library has");
+}
+
+// Sets the kernel's outputs to `rets` (checking their dtypes).
+Status SetResults(OpKernelContext* ctx, const std::string& fn,
+                  std::vector<Tensor>* rets) {
+  if (static_cast<int>(rets->size()) != ctx->num_outputs()) {
+    return errors::InvalidArgument("function '", fn, "' returned ",
+                                   rets->size(), " values, not ",
+                                   ctx->num_outputs());
+  }
+  for (int i = 0; i < ctx->num_outputs(); ++i) {
+    if ((*rets)[i].dtype() != ctx->expected_output_dtype(i)) {
+      return errors::InvalidArgument(
+          "function '", fn, "' result ", i, " is ",
+          DataTypeString((*rets)[i].dtype()), ", not ",
+          DataTypeString(ctx->expected_output_dtype(i)));
+    }
+    ctx->set_output(i, std::move((*rets)[i]));
+  }
+  return absl::OkStatus();
+}
+
+// Runs `fn` on `args` and sets the kernel's outputs to its results.
+void CallAndFinish(OpKernelContext* ctx, FunctionHandles* fn,
+                   std::vector<Tensor> args, AsyncOpKernel::DoneCallback done) {
+  FunctionLibraryRuntime::Handle h;
+  Status s = NeedFunctionLibrary(ctx, fn->name());
+  if (s.ok()) s = fn->Get(ctx->function_library(), &h);
+  if (!s.ok()) {
+    ctx->SetStatus(s);
+    done();
+    return;
+  }
+  auto rets = std::make_shared<std::vector<Tensor>>();
+  ctx->function_library()->Run(
+      CallOptions(ctx), h, std::move(args), rets.get(),
+      [ctx, fn, rets, done = std::move(done)](const Status& s) {
+        ctx->SetStatus(s.ok() ? SetResults(ctx, fn->name(), rets.get()) : s);
+        done();
+      });
+}
+
+std::vector<Tensor> Inputs(OpKernelContext* ctx, int from) {
+  std::vector<Tensor> args;
+  for (int i = from; i < ctx->num_inputs(); ++i) args.push_back(ctx->input(i));
+  return args;
+}
+
+// PartitionedCall and StatefulPartitionedCall that were not inlined: the
+// function runs on its own executor from the step's function library
+// runtime (runnel/runtime/function_library_runtime.h).
+class CallKernel : public AsyncOpKernel {
+ public:
+  explicit CallKernel(OpKernelConstruction* c)
+      : AsyncOpKernel(c), fn_(FuncAttr(c, "f")) {}
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    CallAndFinish(ctx, &fn_, Inputs(ctx, 0), std::move(done));
+  }
+
+ private:
+  FunctionHandles fn_;
+};
+
+// TF's ToBool: a scalar is true when non-zero (a string when non-empty); a
+// tensor of another shape when it has elements.
+StatusOr<bool> ToBool(const Tensor& t) {
+  if (t.dims() > 0) return t.NumElements() > 0;
+  switch (t.dtype()) {
+    case DT_BOOL:
+      return t.scalar<bool>();
+    case DT_FLOAT:
+      return t.scalar<float>() != 0;
+    case DT_DOUBLE:
+      return t.scalar<double>() != 0;
+    case DT_INT32:
+      return t.scalar<int32_t>() != 0;
+    case DT_INT64:
+      return t.scalar<int64_t>() != 0;
+    case DT_UINT8:
+      return t.scalar<uint8_t>() != 0;
+    case DT_INT8:
+      return t.scalar<int8_t>() != 0;
+    case DT_INT16:
+      return t.scalar<int16_t>() != 0;
+    case DT_STRING:
+      return !t.scalar<tstring>().empty();
+    default:
+      return errors::InvalidArgument("cannot use a ", DataTypeString(t.dtype()),
+                                     " scalar as a condition");
+  }
+}
+
+// If and StatelessIf that were not lowered: runs the taken branch.
+class IfKernel : public AsyncOpKernel {
+ public:
+  explicit IfKernel(OpKernelConstruction* c)
+      : AsyncOpKernel(c),
+        then_(FuncAttr(c, "then_branch")),
+        else_(FuncAttr(c, "else_branch")) {}
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    StatusOr<bool> cond = ToBool(ctx->input(0));
+    if (!cond.ok()) {
+      ctx->SetStatus(cond.status());
+      done();
+      return;
+    }
+    CallAndFinish(ctx, *cond ? &then_ : &else_, Inputs(ctx, 1),
+                  std::move(done));
+  }
+
+ private:
+  FunctionHandles then_, else_;
+};
+
+// While and StatelessWhile that were not lowered: runs cond and body until
+// cond is false. Each iteration after the first starts on the inter-op
+// runner, so a long loop never deepens the stack; a cancelled step stops
+// it between iterations.
+class WhileKernel : public AsyncOpKernel {
+ public:
+  explicit WhileKernel(OpKernelConstruction* c)
+      : AsyncOpKernel(c),
+        cond_(FuncAttr(c, "cond")),
+        body_(FuncAttr(c, "body")) {}
+
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
+    auto st = std::make_shared<State>();
+    st->ctx = ctx;
+    st->done = std::move(done);
+    st->vars = Inputs(ctx, 0);
+    Status s = NeedFunctionLibrary(ctx, cond_.name());
+    if (s.ok()) s = cond_.Get(ctx->function_library(), &st->cond);
+    if (s.ok()) s = body_.Get(ctx->function_library(), &st->body);
+    if (!s.ok()) return st->Finish(s);
+    RunCond(st);
+  }
+
+ private:
+  struct State {
+    OpKernelContext* ctx = nullptr;
+    DoneCallback done;
+    FunctionLibraryRuntime::Handle cond = -1, body = -1;
+    std::vector<Tensor> vars, out;
+    void Finish(const Status& s) {
+      if (s.ok()) {
+        for (size_t i = 0; i < vars.size(); ++i) ctx->set_output(i, vars[i]);
+      } else {
+        ctx->SetStatus(s);
+      }
+      done();
+    }
+  };
+
+  void RunCond(std::shared_ptr<State> st) {
+    CancellationManager* cm = st->ctx->cancellation_manager();
+    if (cm != nullptr && cm->IsCancelled()) {
+      return st->Finish(errors::Cancelled("the step was cancelled"));
+    }
+    st->ctx->function_library()->Run(
+        CallOptions(st->ctx), st->cond, st->vars, &st->out,
+        [this, st](const Status& s) {
+          if (!s.ok()) return st->Finish(s);
+          if (st->out.size() != 1) {
+            return st->Finish(
+                errors::InvalidArgument("cond '", cond_.name(), "' returned ",
+                                        st->out.size(), " values, not one"));
+          }
+          StatusOr<bool> more = ToBool(st->out[0]);
+          if (!more.ok() || !*more) return st->Finish(more.status());
+          RunBody(st);
+        });
+  }
+
+  void RunBody(std::shared_ptr<State> st) {
+    st->ctx->function_library()->Run(
+        CallOptions(st->ctx), st->body, st->vars, &st->out,
+        [this, st](const Status& s) {
+          if (!s.ok()) return st->Finish(s);
+          if (st->out.size() != st->vars.size()) {
+            return st->Finish(errors::InvalidArgument(
+                "body '", body_.name(), "' returned ", st->out.size(),
+                " values for ", st->vars.size(), " loop variables"));
+          }
+          for (size_t i = 0; i < st->out.size(); ++i) {
+            if (st->out[i].dtype() != st->vars[i].dtype()) {
+              return st->Finish(errors::InvalidArgument(
+                  "body '", body_.name(), "' result ", i, " is ",
+                  DataTypeString(st->out[i].dtype()), ", not ",
+                  DataTypeString(st->vars[i].dtype())));
+            }
+          }
+          st->vars = std::move(st->out);
+          st->out.clear();
+          (*st->ctx->runner())([this, st] { RunCond(st); });
+        });
+  }
+
+  FunctionHandles cond_, body_;
+};
+
 REGISTER_KERNEL_BUILDER(Name("PartitionedCall").Device(kDeviceCpu), CallKernel);
 REGISTER_KERNEL_BUILDER(Name("StatefulPartitionedCall").Device(kDeviceCpu),
                         CallKernel);
-REGISTER_KERNEL_BUILDER(Name("If").Device(kDeviceCpu), CallKernel);
-REGISTER_KERNEL_BUILDER(Name("StatelessIf").Device(kDeviceCpu), CallKernel);
-REGISTER_KERNEL_BUILDER(Name("While").Device(kDeviceCpu), CallKernel);
-REGISTER_KERNEL_BUILDER(Name("StatelessWhile").Device(kDeviceCpu), CallKernel);
+REGISTER_KERNEL_BUILDER(Name("If").Device(kDeviceCpu), IfKernel);
+REGISTER_KERNEL_BUILDER(Name("StatelessIf").Device(kDeviceCpu), IfKernel);
+REGISTER_KERNEL_BUILDER(Name("While").Device(kDeviceCpu), WhileKernel);
+REGISTER_KERNEL_BUILDER(Name("StatelessWhile").Device(kDeviceCpu), WhileKernel);
 REGISTER_NO_GRADIENT("PartitionedCall",
                      "calls are inlined before gradients are needed");
 REGISTER_NO_GRADIENT("StatefulPartitionedCall",

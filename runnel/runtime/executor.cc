@@ -837,6 +837,8 @@ class ExecutorState {
     p->runner = &runner_;
     p->track_allocations = args_.stats != nullptr;
     p->rendezvous = args_.rendezvous;
+    p->function_library = args_.function_library;
+    p->function_call_depth = args_.function_call_depth;
   }
 
   Status PrepareInputs(const NodeItem& item, Entry* entries,

@@ -71,6 +71,10 @@ class Executor {
     // Where this step's _Send/_Recv nodes meet (shared by every partition
     // of the step); may be null for a graph without them.
     Rendezvous* rendezvous = nullptr;
+    // For kernels that call library functions; may be null.
+    FunctionLibraryRuntime* function_library = nullptr;
+    // How many function calls enclose this run (0 for a step).
+    int function_call_depth = 0;
   };
   using DoneCallback = std::function<void(const Status&)>;
 

@@ -277,6 +277,102 @@ TEST(FunctionalControlFlowTest, ExportedGraphsKeepTheirFunctions) {
   EXPECT_EQ(out[0].scalar<float>(), 16.0f);
 }
 
+// A call, If or While with `_noinline`: not rewritten, so its kernel runs
+// the functions through the step's function library runtime.
+Output NoInline(const Scope& s, const std::string& name, const std::string& op,
+                std::vector<Input> cond, std::vector<Input> args,
+                std::vector<DataType> tout,
+                std::vector<std::pair<std::string, NameAttrList>> funcs) {
+  NodeBuilder b(s.WithOpName(name), op);
+  for (const Input& c : cond) b.Input(c);
+  b.Input(InputList(args));
+  if (op != "While" && op != "StatelessWhile") b.Attr("Tout", tout);
+  for (const auto& [attr, f] : funcs) b.Attr(attr, f);
+  b.Attr("_noinline", true);
+  Operation made;
+  s.UpdateStatus(b.Finalize(&made));
+  return s.ok() ? Output(made, 0) : Output();
+}
+
+TEST(FunctionalControlFlowTest, NotInlinedCallsRunOnTheirOwnExecutors) {
+  Scope root = Scope::NewRootScope();
+  ASSERT_OK_AND_ASSIGN(
+      NameAttrList square,
+      DefineFunction(root, "SquareIt", {{"x", DT_FLOAT}},
+                     [](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+                       return Outputs{ops::Mul(s, a[0], a[0])};
+                     }));
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  NoInline(root, "sq", "PartitionedCall", {}, {x}, {DT_FLOAT}, {{"f", square}});
+  // The doubling loop as a While kernel, long enough that a loop deepening
+  // the stack per iteration would overflow it.
+  NoInline(root, "loop", "StatelessWhile", {},
+           {ops::Const(root, 0), ops::Const(root, 1.0f)}, {},
+           {{"cond", DoublingCond(root, 20000)}, {"body", DoublingBody(root)}});
+  auto pred = ops::Placeholder(root.WithOpName("pred"), DT_INT32);
+  NoInline(root, "choose", "If", {pred}, {x}, {DT_FLOAT},
+           {{"then_branch", square}, {"else_branch", square}});
+  ASSERT_OK(root.status());
+  ASSERT_OK_AND_ASSIGN(auto session, SessionFor(root));
+  std::vector<Tensor> out;
+  ASSERT_OK(session->Run({{"x", Tensor::FromVector<float>({3, -0.5f})},
+                          {"pred", Tensor::Scalar(1)}},
+                         {"sq:0", "loop:0", "choose:0"}, {}, &out));
+  ExpectTensorEqual<float>(out[0], Tensor::FromVector<float>({9, 0.25f}));
+  EXPECT_EQ(out[1].scalar<int32_t>(), 20000);
+  ExpectTensorEqual<float>(out[2], out[0]);
+}
+
+TEST(FunctionalControlFlowTest, RecursionWithABaseCaseRunsWhenNotInlined) {
+  Scope root = Scope::NewRootScope();
+  NameAttrList fact;
+  fact.set_name("Fact");
+  // Fact(n) = n <= 1 ? 1 : n * Fact(n - 1), the If not inlined so only the
+  // taken branch is instantiated and run.
+  ASSERT_OK_AND_ASSIGN(
+      NameAttrList one,
+      DefineFunction(root, "One", {{"n", DT_INT64}},
+                     [](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+                       return Outputs{ops::OnesLike(s, a[0])};
+                     }));
+  ASSERT_OK_AND_ASSIGN(
+      NameAttrList recurse,
+      DefineFunction(
+          root, "Recurse", {{"n", DT_INT64}},
+          [&](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+            auto m = ops::Sub(s, a[0], ops::Const(s, int64_t{1}));
+            ops::PartitionedCall inner(s, {Input(m)}, {DT_INT64}, fact);
+            return Outputs{ops::Mul(s, a[0], inner.output[0])};
+          }));
+  ASSERT_OK(DefineFunction(
+                root, "Fact", {{"n", DT_INT64}},
+                [&](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+                  auto small =
+                      ops::LessEqual(s, a[0], ops::Const(s, int64_t{1}));
+                  return Outputs{NoInline(
+                      s, "pick", "StatelessIf", {small}, {a[0]}, {DT_INT64},
+                      {{"then_branch", one}, {"else_branch", recurse}})};
+                })
+                .status());
+  auto n = ops::Placeholder(root.WithOpName("n"), DT_INT64);
+  ops::PartitionedCall(root.WithOpName("fact"), {Input(n)}, {DT_INT64}, fact);
+  ASSERT_OK(root.status());
+  ASSERT_OK_AND_ASSIGN(auto session, SessionFor(root));
+  std::vector<Tensor> out;
+  for (auto [in, want] : {std::pair<int64_t, int64_t>{1, 1},
+                          {5, 120},
+                          {20, 2432902008176640000}}) {
+    ASSERT_OK(session->Run({{"n", Tensor::Scalar<int64_t>(in)}}, {"fact:0"}, {},
+                           &out));
+    EXPECT_EQ(out[0].scalar<int64_t>(), want) << in;
+  }
+  // Past kMaxFunctionCallDepth levels: an error naming the depth, no crash.
+  Status s = session->Run({{"n", Tensor::Scalar<int64_t>(1000)}}, {"fact:0"},
+                          {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("call depth"));
+}
+
 TEST(FunctionalControlFlowTest, BadFunctionalOpsAreErrorsNamingTheNode) {
   auto create = [](const Scope& root) -> Status {
     return SessionFor(root).status();

@@ -11,6 +11,7 @@
 #include "runnel/framework/memory_types.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/partition.h"
+#include "runnel/runtime/function_library_runtime.h"
 #include "runnel/runtime/local_rendezvous.h"
 
 namespace runnel {
@@ -59,6 +60,10 @@ StatusOr<std::unique_ptr<PartitionedExecutor>> PartitionedExecutor::Create(
     };
     const Graph& g = p.graph != nullptr ? *p.graph : *pe->graph_;
     ASSIGN_OR_RETURN(p.executor, Executor::Create(params, g));
+    if (pe->graph_->library() != nullptr && !pe->graph_->library()->empty()) {
+      p.function_library = std::make_unique<DeviceFunctionLibraryRuntime>(
+          pe->graph_->library(), device);
+    }
   }
   if (pe->partition_graph_defs_.empty()) {
     GraphDef def;
@@ -219,6 +224,7 @@ void PartitionedExecutor::RunAsync(const Args& args,
     a.resource_manager = partitions_[i].device->resource_manager();
     a.step_resources = args.step_resources;
     a.rendezvous = st->rendezvous;
+    a.function_library = partitions_[i].function_library.get();
     if (args.step_stats != nullptr) {
       st->collectors.push_back(
           std::make_unique<StepStatsCollector>(partitions_[i].device->name()));

@@ -32,6 +32,7 @@
 #include "proto/step_stats.pb.h"
 #include "runnel/base/status.h"
 #include "runnel/framework/device.h"
+#include "runnel/framework/function_runtime.h"
 #include "runnel/graph/graph.h"
 #include "runnel/runtime/device_mgr.h"
 #include "runnel/runtime/executor.h"
@@ -98,6 +99,9 @@ class PartitionedExecutor {
     Device* device = nullptr;
     std::unique_ptr<Graph> graph;  // Null when it is graph_ itself.
     std::unique_ptr<Executor> executor;
+    // Runs the graph's library functions on `device` (null when the graph
+    // has no library).
+    std::unique_ptr<FunctionLibraryRuntime> function_library;
     // Every node without inputs is a _Recv: starting it only registers
     // waiting Recvs, so it can start on the caller's thread.
     bool starts_with_recvs = false;
