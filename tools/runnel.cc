@@ -11,7 +11,13 @@
 //                    [--trace RUN_METADATA.pb]
 //                    [--master grpc://HOST:PORT [--tls_cert F --tls_key F
 //                    --tls_ca F]]
-//   runnel inspect GRAPH [--max_graph_bytes N]
+//   runnel run MODEL.meta --restore CKPT_PREFIX [the flags above]
+//   runnel run SAVED_MODEL_DIR [--tag TAG]... [--signature NAME]
+//                    [--input KEY=VALUE]... [--json] [--allow_io |
+//                    --untrusted] [--timeout_ms N] [--memory_limit_mb N]
+//                    [--device_count TYPE=N]... [--soft_placement]
+//   runnel inspect GRAPH|MODEL.meta|SAVED_MODEL_DIR [--max_graph_bytes N]
+//   runnel ckpt CKPT_PREFIX [TENSOR] [--json] (tools/ckpt_command.cc)
 //   runnel events PATH [--tag TAG] [--json]
 //   runnel timeline ... (tools/timeline_command.cc)
 //   runnel board ... (tools/board_command.cc)
@@ -29,6 +35,26 @@
 // shape from the list's nesting (a single value fills a placeholder whose
 // shape has one element).
 //
+// Meta graphs: a GRAPH ending in ".meta", or any GRAPH with --restore, is a
+// MetaGraphDef (binary or text; e.g. TF 1's "model.ckpt-N.meta"). It is
+// imported (training::ImportMetaGraph), and with --restore CKPT_PREFIX its
+// saver_def's restore op runs once with the prefix fed to its filename
+// tensor, after the --init steps and before the targets and fetches.
+//
+// SavedModels: when GRAPH is a SavedModel directory (saved_model.pb or
+// .pbtxt), `run` loads its meta graph with tags --tag (repeatable; default
+// serve), runs signature --signature (default serving_default) with each
+// --input KEY=VALUE fed to the signature's input KEY (VALUE parsed as for
+// --feed, with the dtype and shape of the signature's TensorInfo), and
+// prints the outputs by signature key (tools/saved_model_command.h). An
+// unknown signature lists the signatures there are; `runnel inspect
+// SAVED_MODEL_DIR` lists every meta graph's tags and signatures (inputs and
+// outputs: dtype, shape, tensor), as TF's `saved_model_cli show --all`.
+//
+// Checkpoints: `ckpt` lists a V2 checkpoint's tensors (name, dtype, shape;
+// sorted by name, as TF's inspect_checkpoint) or prints TENSOR's values; a
+// missing or damaged checkpoint is an error (exit status 1).
+//
 // Note [Untrusted by default]
 // A graph named on the command line is untrusted unless --allow_io says
 // otherwise: `run` makes its session with SessionOptions::untrusted, so a
@@ -40,6 +66,15 @@
 // MergeV2Checkpoints node whose path inputs are all fed with --feed reads
 // and writes only where the user said, so it is allowed (those feeds are
 // given to the --init steps too, so the graph's own path is never used).
+// --restore CKPT_PREFIX is such a feed: the prefix goes to the saver_def's
+// filename tensor in the restore step and in every other step (unless a
+// --feed gives that tensor another path), so the meta graph's RestoreV2 and
+// SaveV2 nodes reading that tensor are allowed and touch only checkpoints
+// the user named (a --target of the save op writes back to the prefix). A
+// SavedModel directory carries its own saver, so `run SAVED_MODEL_DIR` allows
+// the checkpoint op types (RestoreV2, SaveV2, MergeV2Checkpoints) and still
+// refuses every other I/O op (Note [SavedModel checkpoint ops] in
+// tools/saved_model_command.cc).
 // --allow_io trusts the graph: all I/O ops run and there is no default
 // timeout (--timeout_ms still applies when given). --memory_limit_mb N caps
 // the bytes of tensors alive at once in the whole run (default: 80% of RAM,
@@ -96,6 +131,7 @@
 #include "tools/server_command.h"
 #endif
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -108,9 +144,15 @@
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/tensor_id.h"
 #include "runnel/io/event_reader.h"
+#include "runnel/io/tensor_bundle.h"
 #include "runnel/runtime/session.h"
+#include "runnel/training/meta_graph.h"
+#include "runnel/training/saver.h"
 #include "tools/board_command.h"
+#include "tools/ckpt_command.h"
 #include "tools/feed_parser.h"
+#include "tools/saved_model_command.h"
+#include "tools/tensor_output.h"
 #include "tools/timeline_command.h"
 
 namespace runnel {
@@ -129,7 +171,15 @@ int Usage() {
          "[--trace RUN_METADATA.pb]\n"
          "             [--master grpc://HOST:PORT [--tls_cert F --tls_key "
          "F --tls_ca F]]\n"
-         "  runnel inspect GRAPH [--max_graph_bytes N]\n"
+         "  runnel run MODEL.meta --restore CKPT_PREFIX [--feed ...] "
+         "[--fetch ...] [--target ...] (and the flags above)\n"
+         "  runnel run SAVED_MODEL_DIR [--tag TAG]... [--signature NAME] "
+         "[--input KEY=VALUE]... [--json]\n"
+         "             [--allow_io | --untrusted] [--timeout_ms N] "
+         "[--memory_limit_mb N] [--device_count TYPE=N]...\n"
+         "  runnel inspect GRAPH|MODEL.meta|SAVED_MODEL_DIR "
+         "[--max_graph_bytes N]   (a SavedModel: its signatures)\n"
+         "  runnel ckpt CKPT_PREFIX [TENSOR] [--json]\n"
          "  runnel events PATH [--tag TAG] [--json]\n"
          "  runnel timeline RUN_METADATA.pb|EVENT_FILE [--tag T] [-o "
          "TRACE.json] [--top N] [--no_dataflow]\n"
@@ -159,11 +209,10 @@ int Fail(const Status& s) {
 
 constexpr int64_t kDefaultMaxGraphBytes = int64_t{1} << 30;
 
-// ReadGraphDefFile, after checks on what the path names: a regular file
-// (not a directory, FIFO or device, which could be read forever) of at most
-// `max_bytes`. Errors name the file.
-Status ReadGraphFile(const std::string& path, int64_t max_bytes,
-                     GraphDef* gdef) {
+// Checks on what a graph path names: a regular file (not a directory, FIFO
+// or device, which could be read forever) of at most `max_bytes`, if it
+// exists (a missing file is the reader's NotFound). Errors name the file.
+Status CheckGraphFile(const std::string& path, int64_t max_bytes) {
   RETURN_IF_ERROR(errors::Prefix(ValidatePath(path), "graph file name: "));
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
@@ -180,7 +229,21 @@ Status ReadGraphFile(const std::string& path, int64_t max_bytes,
                                        " (raise it with --max_graph_bytes)");
     }
   }
+  return absl::OkStatus();
+}
+
+// ReadGraphDefFile after CheckGraphFile.
+Status ReadGraphFile(const std::string& path, int64_t max_bytes,
+                     GraphDef* gdef) {
+  RETURN_IF_ERROR(CheckGraphFile(path, max_bytes));
   return ReadGraphDefFile(path, gdef);
+}
+
+// ReadMetaGraphDef (binary or text) after CheckGraphFile.
+Status ReadMetaGraphFile(const std::string& path, int64_t max_bytes,
+                         MetaGraphDef* mgd) {
+  RETURN_IF_ERROR(CheckGraphFile(path, max_bytes));
+  return training::ReadMetaGraphDef(path, mgd);
 }
 
 // Parses "--max_graph_bytes N".
@@ -233,28 +296,6 @@ std::vector<std::string> NodesWithFedPaths(const GraphDef& gdef,
 }
 
 // ---------------------------------------------------------------------------
-// Output
-
-std::string JsonValue(const Tensor& t, int64_t i) {
-  if (t.dtype() == DT_STRING) return JsonString(t.flat<tstring>()[i]);
-  std::string v = t.ElementString(i);
-  if (v == "nan" || v == "-nan") return "\"NaN\"";
-  if (v == "inf") return "\"Infinity\"";
-  if (v == "-inf") return "\"-Infinity\"";
-  return v;
-}
-
-std::string JsonTensor(const Tensor& t) {
-  std::vector<std::string> values;
-  for (int64_t i = 0; i < t.NumElements(); ++i)
-    values.push_back(JsonValue(t, i));
-  return absl::StrCat("{\"dtype\": \"", DataTypeString(t.dtype()),
-                      "\", \"shape\": [",
-                      absl::StrJoin(t.shape().dim_sizes(), ", "),
-                      "], \"values\": [", absl::StrJoin(values, ", "), "]}");
-}
-
-// ---------------------------------------------------------------------------
 // Commands
 
 // The message for a failed step; a timeout says how to change the bound.
@@ -283,6 +324,9 @@ int Run(const std::vector<std::string>& args) {
   int64_t max_graph_bytes = kDefaultMaxGraphBytes;
   ConfigProto config;
   std::string partition_dir, trace_path, master, tls_cert, tls_key, tls_ca;
+  std::string restore;             // --restore CKPT_PREFIX
+  SavedModelRunFlags saved_model;  // --input, --tag, --signature
+  bool saved_model_flags = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     auto value = [&](std::string* out) {
@@ -332,6 +376,22 @@ int Run(const std::vector<std::string>& args) {
         return 2;
       }
       feed_text.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--input" && value(&v)) {
+      const size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "runnel: --input wants KEY=VALUE, got '" << v << "'\n";
+        return 2;
+      }
+      saved_model.inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+      saved_model_flags = true;
+    } else if (a == "--tag" && value(&v)) {
+      saved_model.tags.insert(v);
+      saved_model_flags = true;
+    } else if (a == "--signature" && value(&v)) {
+      saved_model.signature = v;
+      saved_model_flags = true;
+    } else if (a == "--restore" && value(&v)) {
+      restore = v;
     } else if (a == "--fetch" && value(&v)) {
       fetches.push_back(v);
     } else if (a == "--target" && value(&v)) {
@@ -378,17 +438,67 @@ int Run(const std::vector<std::string>& args) {
     std::cerr << "runnel: --allow_io and --untrusted contradict each other\n";
     return 2;
   }
-  if (fetches.empty() && targets.empty()) {
-    std::cerr << "runnel: nothing to run: give --fetch or --target\n";
-    return 2;
-  }
   const bool untrusted = !allow_io;
   const bool default_timeout = timeout_ms < 0;
   if (default_timeout) timeout_ms = untrusted ? kUntrustedTimeoutMs : 0;
 
+  // A SavedModel directory: its signature by key
+  // (tools/saved_model_command.h).
+  if (training::MaybeSavedModelDirectory(graph_path)) {
+    if (!feed_text.empty() || !fetches.empty() || !targets.empty() ||
+        !inits.empty() || !restore.empty() || repeat != 1 ||
+        !partition_dir.empty() || !trace_path.empty() || !master.empty()) {
+      std::cerr << "runnel: " << graph_path
+                << " is a SavedModel: run a signature with [--tag T]... "
+                   "[--signature NAME] --input KEY=VALUE...\n"
+                   "(--feed, --fetch, --target, --init, --restore, --repeat, "
+                   "--partition_graphs, --trace and --master are for graph "
+                   "files; `runnel inspect "
+                << graph_path << "` lists the signatures)\n";
+      return 2;
+    }
+    saved_model.dir = graph_path;
+    saved_model.json = json;
+    saved_model.untrusted = untrusted;
+    saved_model.timeout_ms = timeout_ms;
+    saved_model.config = config;
+    if (Status s = RunSavedModel(saved_model); !s.ok())
+      return FailStep(s, default_timeout);
+    return 0;
+  }
+  if (saved_model_flags) {
+    std::cerr << "runnel: --input, --tag and --signature are for SavedModel "
+                 "directories; "
+              << graph_path << " is not one (no saved_model.pb)\n";
+    return 2;
+  }
+  if (fetches.empty() && targets.empty()) {
+    std::cerr << "runnel: nothing to run: give --fetch or --target\n";
+    return 2;
+  }
+
+  // A MetaGraphDef (--restore, or a .meta file) brings its saver_def.
   GraphDef gdef;
-  if (Status s = ReadGraphFile(graph_path, max_graph_bytes, &gdef); !s.ok())
+  MetaGraphDef mgd;
+  const bool meta = !restore.empty() || absl::EndsWith(graph_path, ".meta");
+  if (meta) {
+    if (Status s = ReadMetaGraphFile(graph_path, max_graph_bytes, &mgd);
+        !s.ok())
+      return Fail(s);
+    gdef = mgd.graph_def();
+    if (!restore.empty() && !mgd.has_saver_def()) {
+      return Fail(
+          errors::FailedPrecondition("--restore: the meta graph ", graph_path,
+                                     " has no saver_def to restore with"));
+    }
+    if (!restore.empty() && !training::CheckpointExists(restore)) {
+      return Fail(errors::NotFound("--restore: no checkpoint at ", restore,
+                                   " (no ", MetaFilename(restore), ")"));
+    }
+  } else if (Status s = ReadGraphFile(graph_path, max_graph_bytes, &gdef);
+             !s.ok()) {
     return Fail(s);
+  }
   Graph graph;
   if (Status s = ImportGraphDef(gdef, &graph); !s.ok()) return Fail(s);
 
@@ -418,6 +528,21 @@ int Run(const std::vector<std::string>& args) {
     feeds.emplace_back(name, std::move(*t));
     fed.push_back(*id);
   }
+  // --restore feeds the prefix to the saver's filename tensor in the
+  // restore step, and in every other step unless a --feed names that tensor
+  // (e.g. to save elsewhere), like a --feed naming a checkpoint path (Note
+  // [Untrusted by default]).
+  std::vector<std::pair<std::string, Tensor>> restore_feeds;
+  if (!restore.empty()) {
+    const std::string& name = mgd.saver_def().filename_tensor_name();
+    auto id = ParseTensorName(name);
+    if (!id.ok()) return Fail(id.status());
+    restore_feeds.emplace_back(name, Tensor::Scalar<tstring>(restore));
+    if (std::find(fed.begin(), fed.end(), *id) == fed.end()) {
+      feeds.push_back(restore_feeds.back());
+      fed.push_back(*id);
+    }
+  }
 
   SessionOptions options;
   options.config = config;
@@ -439,7 +564,13 @@ int Run(const std::vector<std::string>& args) {
 
   auto session = NewSession(options);
   if (!session.ok()) return Fail(session.status());
-  if (Status s = (*session)->Create(gdef); !s.ok()) return Fail(s);
+  if (meta) {
+    if (Status s = training::ImportMetaGraph(mgd, session->get(), nullptr);
+        !s.ok())
+      return Fail(s);
+  } else if (Status s = (*session)->Create(gdef); !s.ok()) {
+    return Fail(s);
+  }
   RunOptions run_options;
   run_options.set_timeout_in_ms(timeout_ms);
   RunOptions last_options = run_options;
@@ -451,6 +582,18 @@ int Run(const std::vector<std::string>& args) {
     Status s =
         (*session)->Run(run_options, init_feeds, {}, inits, nullptr, nullptr);
     if (!s.ok()) return FailStep(s, default_timeout);
+  }
+  if (!restore.empty()) {
+    // The saver_def's restore op with the prefix fed, after --init (which
+    // may initialize what the checkpoint does not hold).
+    Status s =
+        (*session)->Run(run_options, restore_feeds, {},
+                        {mgd.saver_def().restore_op_name()}, nullptr, nullptr);
+    if (!s.ok()) {
+      return FailStep(
+          errors::Prefix(s, absl::StrCat("--restore ", restore, ": ")),
+          default_timeout);
+    }
   }
   for (int64_t r = 0; r < repeat; ++r) {
     const bool last = r + 1 == repeat;
@@ -492,10 +635,7 @@ int Run(const std::vector<std::string>& args) {
     std::cout << "{" << absl::StrJoin(parts, ", ") << "}\n";
   } else {
     for (size_t i = 0; i < fetches.size(); ++i) {
-      const Tensor& t = outputs[i];
-      std::cout << fetches[i] << " (" << DataTypeString(t.dtype()) << " "
-                << t.shape().DebugString() << "): " << t.SummarizeValue(1000)
-                << "\n";
+      std::cout << TensorLine(fetches[i], outputs[i]) << "\n";
     }
     if (fetches.empty())
       std::cout << "ran " << absl::StrJoin(targets, ", ") << "\n";
@@ -519,9 +659,19 @@ int Inspect(const std::vector<std::string>& args) {
     }
   }
   if (path.empty()) return Usage();
+  if (training::MaybeSavedModelDirectory(path)) {
+    if (Status s = InspectSavedModel(path); !s.ok()) return Fail(s);
+    return 0;
+  }
   GraphDef gdef;
-  if (Status s = ReadGraphFile(path, max_graph_bytes, &gdef); !s.ok())
+  MetaGraphDef mgd;
+  if (absl::EndsWith(path, ".meta")) {
+    if (Status s = ReadMetaGraphFile(path, max_graph_bytes, &mgd); !s.ok())
+      return Fail(s);
+    gdef = mgd.graph_def();
+  } else if (Status s = ReadGraphFile(path, max_graph_bytes, &gdef); !s.ok()) {
     return Fail(s);
+  }
   Graph graph;
   Status import = ImportGraphDef(gdef, &graph);
   std::cout << path << ": " << gdef.node_size() << " nodes, producer "
@@ -874,6 +1024,7 @@ int main(int argc, char** argv) {
   if (cmd == "events") return runnel::Events(args);
   if (cmd == "timeline") return runnel::TimelineCommand(args);
   if (cmd == "board") return runnel::BoardCommand(args);
+  if (cmd == "ckpt") return runnel::CkptCommand(args);
   if (cmd == "ops") return runnel::Ops();
 #ifdef RUNNEL_WITH_GRPC
   if (cmd == "server") return runnel::ServerCommand(args);

@@ -360,4 +360,91 @@ check "a file that is not an event file exits 0 (a warning, 0 events)" 0 "$?"
 "$runnel" events >/dev/null 2>&1
 check "events without PATH is a usage error" 2 "$?"
 
+# --- SavedModels, meta graphs, checkpoints ------------------------------------
+# TF Serving's half_plus_two (testdata/tf/README.md): serving_default maps
+# x to y = 0.5 x + 2. Its x is declared float [1], so one value at a time.
+hp2="$tf/saved_models/half_plus_two_tf2/00000123"
+for xy in 1:2.5 2:3 5:4.5; do
+  out=$("$runnel" run "$hp2" --input "x=${xy%%:*}")
+  check "saved model serving_default x=${xy%%:*}" "y (float [1]): [${xy##*:}]" "$out"
+done
+out=$("$runnel" run "$hp2" --tag serve --signature serving_default --input x=[5] --json)
+check "saved model json" '{"y": {"dtype": "float", "shape": [1], "values": [4.5]}}' "$out"
+out=$("$runnel" run "$hp2" --signature regress_x2_to_y3 --input inputs=3)
+check "saved model regress_x2_to_y3" 'outputs (float [1]): [4.5]' "$out"
+out=$("$runnel" inspect "$hp2")
+check "inspect lists serving_default's input" 1 "$(echo "$out" | grep -c '^      x: float \[1\] (serving_default_x:0)$')"
+check "inspect lists 6 signatures" 6 "$(echo "$out" | grep -c "^  signature '")"
+out=$("$runnel" run "$tf/saved_models/regression_tf2" --signature w --json)
+check "saved model without inputs" 1 "$(echo "$out" | grep -c '^{"output": {"dtype": "float", "shape": \[1\], "values": \[')"
+
+err=$("$runnel" run "$hp2" --signature nope 2>&1 >/dev/null)
+check "unknown signature exits 1" 1 "$?"
+case "$err" in *"no signature 'nope'"*"'serving_default'"*"x: float [1]"*) echo "ok   unknown signature lists the signatures";;
+  *) echo "FAIL unknown signature message: $err"; fail=1;; esac
+err=$("$runnel" run "$hp2" --input z=1 2>&1 >/dev/null)
+check "bad input name exits 1" 1 "$?"
+case "$err" in *"signature 'serving_default': no input 'z'; its inputs are 'x'"*) echo "ok   bad input names the inputs";;
+  *) echo "FAIL bad input message: $err"; fail=1;; esac
+err=$("$runnel" run "$hp2" 2>&1 >/dev/null)
+check "missing input exits 1" 1 "$?"
+case "$err" in *"input 'x' is missing"*) echo "ok   missing input named";; *) echo "FAIL missing input: $err"; fail=1;; esac
+"$runnel" run "$hp2" --input x=abc >/dev/null 2>&1
+check "unparsable input exits 1" 1 "$?"
+"$runnel" run "$hp2" --tag train --input x=1 >/dev/null 2>&1
+check "unknown tag set exits 1" 1 "$?"
+"$runnel" run "$hp2" --feed x=1 --fetch y >/dev/null 2>&1
+check "--feed on a SavedModel is a usage error" 2 "$?"
+
+# `runnel ckpt`: the half_plus_two variables a, b, c are float scalars.
+ck="$tf/checkpoints/half_plus_two/variables"
+out=$("$runnel" ckpt "$ck" | awk '{ printf "%s%s %s %s", sep, $1, $2, $3; sep = "; " }')
+check "ckpt lists a b c" 'a float []; b float []; c float []' "$out"
+check "ckpt b" 'b (float []): 2' "$("$runnel" ckpt "$ck" b)"
+check "ckpt .index path" 'a (float []): 0.5' "$("$runnel" ckpt "$ck.index" a)"
+check "ckpt c json" '{"c": {"dtype": "float", "shape": [], "values": [3]}}' "$("$runnel" ckpt "$ck" c --json)"
+out=$("$runnel" ckpt "$ck" --json)
+check "ckpt list json" 1 "$(echo "$out" | grep -c '"tensors": \[{"name": "a", "dtype": "float", "shape": \[\]}, {"name": "b"')"
+check "ckpt string tensors" 'strs string [4]' \
+  "$("$runnel" ckpt "$tf/checkpoints/string_tensors/foo" | awk '$1 == "strs" { print $1, $2, $3 }')"
+err=$("$runnel" ckpt "$tmp/no_such_ckpt" 2>&1 >/dev/null)
+check "missing checkpoint exits 1" 1 "$?"
+case "$err" in *"not found"*) echo "ok   missing checkpoint message";; *) echo "FAIL missing checkpoint: $err"; fail=1;; esac
+"$runnel" ckpt "$ck" no_such_tensor >/dev/null 2>&1
+check "unknown tensor exits 1" 1 "$?"
+cp "$ck.data-00000-of-00001" "$tmp/damaged.data-00000-of-00001"
+head -c 60 "$ck.index" > "$tmp/damaged.index"
+"$runnel" ckpt "$tmp/damaged" >/dev/null 2>&1
+check "truncated index exits 1" 1 "$?"
+cp "$ck.index" "$tmp/flipped.index"
+printf '\x00\x00\x00\x00' | dd of="$tmp/flipped.data-00000-of-00001" bs=1 seek=0 conv=notrunc 2>/dev/null
+dd if="$ck.data-00000-of-00001" of="$tmp/flipped.data-00000-of-00001" bs=1 skip=4 seek=4 2>/dev/null
+"$runnel" ckpt "$tmp/flipped" a >/dev/null 2>&1
+check "corrupt data exits 1" 1 "$?"
+"$runnel" ckpt >/dev/null 2>&1
+check "ckpt without PREFIX is a usage error" 2 "$?"
+
+# --restore: TF's embedding meta graph restored from its checkpoint gives
+# what `runnel ckpt` reads from that checkpoint.
+emb="$tf/checkpoints/embedding/embedding.ckpt"
+want=$("$runnel" ckpt "$emb" my_embedding --json)
+check "ckpt my_embedding" '{"my_embedding": {"dtype": "float", "shape": [3, 2], "values": [1, 2, 3, 5, 7, 11]}}' "$want"
+out=$("$runnel" run "$emb.meta" --restore "$emb" --fetch my_embedding --json)
+check "--restore fetches the checkpoint's value" "$want" "$out"
+check "--restore text" 'my_embedding/read (float [3,2]): [[1, 2], [3, 5], [7, 11]]' \
+  "$("$runnel" run "$emb.meta" --restore "$emb" --fetch my_embedding/read)"
+# Saving elsewhere with the meta graph's own saver, the path a --feed (never
+# into the checkpoint restored from).
+"$runnel" run "$emb.meta" --restore "$emb" --feed "save/Const='$tmp/resaved'" --target save/SaveV2 >/dev/null
+check "--restore then save to a fed path" "$want" "$("$runnel" ckpt "$tmp/resaved" my_embedding --json)"
+err=$("$runnel" run "$emb.meta" --restore "$tmp/no_such_ckpt" --fetch my_embedding 2>&1 >/dev/null)
+check "--restore of a missing checkpoint exits 1" 1 "$?"
+case "$err" in *"no checkpoint at $tmp/no_such_ckpt"*) echo "ok   missing restore named";; *) echo "FAIL: $err"; fail=1;; esac
+"$runnel" run "$emb.meta" --restore "$tmp/damaged" --fetch my_embedding >/dev/null 2>&1
+check "--restore of a damaged checkpoint exits 1" 1 "$?"
+"$runnel" run "$tf/graphs/tf_addition/model.pb" --restore "$emb" --fetch z >/dev/null 2>&1
+check "--restore of a non-meta graph exits 1" 1 "$?"
+"$runnel" run "$emb.meta" --fetch my_embedding >/dev/null 2>&1
+check "meta graph unrestored, untrusted: its saver is refused" 1 "$?"
+
 exit $fail

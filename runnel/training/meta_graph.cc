@@ -221,25 +221,29 @@ bool MaybeSavedModelDirectory(const std::string& export_dir) {
          FileExists(JoinPath(export_dir, "saved_model.pbtxt"));
 }
 
+Status ReadSavedModel(const std::string& export_dir, SavedModel* sm) {
+  const std::string pb = JoinPath(export_dir, "saved_model.pb");
+  const std::string pbtxt = JoinPath(export_dir, "saved_model.pbtxt");
+  std::string bytes;
+  if (FileExists(pb)) {
+    RETURN_IF_ERROR(ReadFileToString(pb, &bytes));
+    return ParseProtoFile(pb, bytes, false, sm);
+  }
+  if (FileExists(pbtxt)) {
+    RETURN_IF_ERROR(ReadFileToString(pbtxt, &bytes));
+    return ParseProtoFile(pbtxt, bytes, true, sm);
+  }
+  return errors::NotFound("no SavedModel in ", export_dir,
+                          " (neither saved_model.pb nor saved_model.pbtxt)");
+}
+
 Status LoadSavedModel(const SessionOptions& options,
                       const std::string& export_dir,
                       const std::set<std::string>& tags,
                       SavedModelBundle* bundle) {
   // 1. The SavedModel proto.
   SavedModel sm;
-  const std::string pb = JoinPath(export_dir, "saved_model.pb");
-  const std::string pbtxt = JoinPath(export_dir, "saved_model.pbtxt");
-  std::string bytes;
-  if (FileExists(pb)) {
-    RETURN_IF_ERROR(ReadFileToString(pb, &bytes));
-    RETURN_IF_ERROR(ParseProtoFile(pb, bytes, false, &sm));
-  } else if (FileExists(pbtxt)) {
-    RETURN_IF_ERROR(ReadFileToString(pbtxt, &bytes));
-    RETURN_IF_ERROR(ParseProtoFile(pbtxt, bytes, true, &sm));
-  } else {
-    return errors::NotFound("no SavedModel in ", export_dir,
-                            " (neither saved_model.pb nor saved_model.pbtxt)");
-  }
+  RETURN_IF_ERROR(ReadSavedModel(export_dir, &sm));
   // 2. The meta graph with exactly these tags.
   const MetaGraphDef* found = nullptr;
   std::vector<std::string> available;
@@ -281,6 +285,99 @@ Status LoadSavedModel(const SessionOptions& options,
   }
   bundle->session = std::move(session);
   bundle->meta_graph_def = *found;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Signatures
+
+std::vector<std::string> SignatureKeys(const MetaGraphDef& mgd) {
+  std::vector<std::string> keys;
+  for (const auto& [key, sig] : mgd.signature_def()) {
+    if (key != kSavedModelInitOpSignatureKey) keys.push_back(key);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+Status RunSignature(const SavedModelBundle& bundle,
+                    const std::string& signature_key,
+                    const std::map<std::string, Tensor>& inputs,
+                    std::map<std::string, Tensor>* outputs) {
+  return RunSignature(RunOptions(), bundle, signature_key, inputs, outputs);
+}
+
+Status RunSignature(const RunOptions& run_options,
+                    const SavedModelBundle& bundle,
+                    const std::string& signature_key,
+                    const std::map<std::string, Tensor>& inputs,
+                    std::map<std::string, Tensor>* outputs) {
+  const MetaGraphDef& mgd = bundle.meta_graph_def;
+  auto sig_it = mgd.signature_def().find(signature_key);
+  if (sig_it == mgd.signature_def().end() ||
+      signature_key == kSavedModelInitOpSignatureKey) {
+    const std::vector<std::string> keys = SignatureKeys(mgd);
+    return errors::NotFound(
+        "no signature '", signature_key, "' in the SavedModel; it has ",
+        keys.empty() ? "none"
+                     : absl::StrCat("'", absl::StrJoin(keys, "', '"), "'"));
+  }
+  const SignatureDef& sig = sig_it->second;
+  // The signature's input keys, sorted (protobuf maps are not).
+  std::vector<std::string> expected;
+  for (const auto& [key, info] : sig.inputs()) expected.push_back(key);
+  std::sort(expected.begin(), expected.end());
+  auto inputs_error = [&](const std::string& what) {
+    return errors::InvalidArgument(
+        "signature '", signature_key, "': ", what, "; its inputs are ",
+        expected.empty()
+            ? "none"
+            : absl::StrCat("'", absl::StrJoin(expected, "', '"), "'"));
+  };
+  auto tensor_name = [&](const char* kind, const std::string& key,
+                         const TensorInfo& info) -> StatusOr<std::string> {
+    if (info.encoding_case() != TensorInfo::kName || info.name().empty()) {
+      return errors::Unimplemented(
+          "signature '", signature_key, "': ", kind, " '", key,
+          "' is not a dense tensor (sparse and composite tensors are not "
+          "supported)");
+    }
+    return info.name();
+  };
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  for (const auto& [key, value] : inputs) {
+    auto info = sig.inputs().find(key);
+    if (info == sig.inputs().end()) {
+      return inputs_error(absl::StrCat("no input '", key, "'"));
+    }
+    if (info->second.dtype() != DT_INVALID &&
+        value.dtype() != info->second.dtype()) {
+      return errors::InvalidArgument("signature '", signature_key, "': input '",
+                                     key, "' must be ",
+                                     DataTypeString(info->second.dtype()),
+                                     ", got ", DataTypeString(value.dtype()));
+    }
+    ASSIGN_OR_RETURN(std::string name, tensor_name("input", key, info->second));
+    feeds.emplace_back(std::move(name), value);
+  }
+  for (const std::string& key : expected) {
+    if (inputs.count(key) == 0) {
+      return inputs_error(absl::StrCat("input '", key, "' is missing"));
+    }
+  }
+  std::vector<std::string> keys, fetches;
+  for (const auto& [key, info] : sig.outputs()) {
+    ASSIGN_OR_RETURN(std::string name, tensor_name("output", key, info));
+    keys.push_back(key);
+    fetches.push_back(std::move(name));
+  }
+  std::vector<Tensor> values;
+  RETURN_IF_ERROR(
+      bundle.session->Run(run_options, feeds, fetches, {}, &values, nullptr));
+  outputs->clear();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    (*outputs)[keys[i]] = std::move(values[i]);
+  }
   return absl::OkStatus();
 }
 

@@ -1,4 +1,4 @@
-// MetaGraphDef export/import and TF1 SavedModel loading.
+// MetaGraphDef export/import, SavedModel loading and signatures.
 //
 // A MetaGraphDef (proto/meta_graph.proto, TensorFlow's field numbers) is a
 // graph plus what is needed to use it again: the SaverDef naming its save
@@ -27,8 +27,17 @@
 //   RETURN_IF_ERROR(LoadSavedModel({}, "/models/m/1", {"serve"}, &bundle));
 //   bundle.session->Run({{"x:0", x}}, {"y:0"}, {}, &out);
 //
-// Errors: NotFound for missing files or a tag set no meta graph has (the
-// message lists the tag sets there are); DataLoss for files that do not
+//   // Or by signature (TF1 and TF2 SavedModels alike), with tensors keyed
+//   // by the signature's input and output keys:
+//   std::map<std::string, Tensor> outputs;
+//   RETURN_IF_ERROR(RunSignature(bundle, "serving_default",
+//                                {{"x", Tensor::FromVector<float>({1})}},
+//                                &outputs));
+//   // outputs["y"] is [2.5] for TF Serving's half_plus_two.
+//
+// Errors (RunSignature's are at its declaration): NotFound for missing
+// files or a tag set no meta graph has (the message lists the tag sets
+// there are); DataLoss for files that do not
 // parse; the session's errors for graphs that do not import (unknown ops
 // are NotFound naming the node) and for failed restores.
 //
@@ -119,6 +128,40 @@ Status LoadSavedModel(const SessionOptions& options,
 
 // True if `export_dir` holds saved_model.pb or saved_model.pbtxt.
 bool MaybeSavedModelDirectory(const std::string& export_dir);
+
+// Reads export_dir's saved_model.pb (binary) or saved_model.pbtxt (text)
+// without loading anything, e.g. to list its meta graphs' tag sets and
+// signatures. NotFound if neither file is there; DataLoss if it does not
+// parse.
+Status ReadSavedModel(const std::string& export_dir, SavedModel* saved_model);
+
+// The keys of `mgd`'s signatures that a caller can run, sorted: every one
+// but the init op's ("__saved_model_init_op", which LoadSavedModel runs).
+std::vector<std::string> SignatureKeys(const MetaGraphDef& mgd);
+
+// Runs signature `signature_key` of the bundle's meta graph in its session:
+// feeds inputs[k] to the tensor that the signature's input k names and
+// fetches every output, keyed by the signature's output keys in *outputs
+// (which is replaced). Every input of the signature must be given, and only
+// those; each must have the dtype of its TensorInfo (the session checks the
+// shape against the placeholder's, as a feed by name would). The second
+// form runs the step with `run_options` (e.g. a timeout).
+//
+// Errors: NotFound for a key the meta graph has no signature for, listing
+// SignatureKeys(); InvalidArgument, naming the signature and its input
+// keys, for a missing or unknown input, and naming the input, for a dtype
+// other than the TensorInfo's; Unimplemented for a TensorInfo that is not
+// a tensor name (sparse and composite tensors); the session's errors for
+// the step. Thread-safe as the bundle's Session::Run is.
+Status RunSignature(const SavedModelBundle& bundle,
+                    const std::string& signature_key,
+                    const std::map<std::string, Tensor>& inputs,
+                    std::map<std::string, Tensor>* outputs);
+Status RunSignature(const RunOptions& run_options,
+                    const SavedModelBundle& bundle,
+                    const std::string& signature_key,
+                    const std::map<std::string, Tensor>& inputs,
+                    std::map<std::string, Tensor>* outputs);
 
 }  // namespace runnel::training
 

@@ -8,7 +8,9 @@
 #include <random>
 
 #include "proto/example.pb.h"
+#include "runnel/base/env.h"
 #include "runnel/io/tensor_bundle.h"
+#include "runnel/ops/ops_gen.h"
 #include "runnel/runnel.h"
 #include "runnel/training/meta_graph.h"
 #include "testing/op_test_util.h"
@@ -21,18 +23,16 @@ const std::string kModels =
     std::string(RUNNEL_TESTDATA_DIR) + "/tf/saved_models/";
 const std::string kHalfPlusTwo = kModels + "half_plus_two_tf2/00000123";
 
-// The tensor names of signature `key`'s input `in` and output `out`.
-std::pair<std::string, std::string> SignatureTensors(const SavedModelBundle& b,
-                                                     const std::string& key,
-                                                     const std::string& in,
-                                                     const std::string& out) {
-  const auto& sigs = b.meta_graph_def.signature_def();
-  auto it = sigs.find(key);
-  EXPECT_NE(it, sigs.end()) << key;
-  if (it == sigs.end()) return {};
-  std::string in_name;
-  if (!in.empty()) in_name = it->second.inputs().at(in).name();
-  return {in_name, it->second.outputs().at(out).name()};
+using ::testing::HasSubstr;
+
+// Runs signature `key` of `b`, expecting success.
+std::map<std::string, Tensor> Call(
+    const SavedModelBundle& b, const std::string& key,
+    const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> out;
+  Status s = RunSignature(b, key, inputs, &out);
+  EXPECT_TRUE(s.ok()) << key << ": " << s;
+  return out;
 }
 
 Tensor SerializedExamples(const std::string& key, std::vector<float> xs) {
@@ -50,49 +50,97 @@ Tensor SerializedExamples(const std::string& key, std::vector<float> xs) {
 TEST(SavedModelTf2Test, HalfPlusTwoSignaturesGiveTheirOwnersAnswers) {
   SavedModelBundle bundle;
   ASSERT_OK(LoadSavedModel({}, kHalfPlusTwo, {kSavedModelTagServe}, &bundle));
-  Session* s = bundle.session.get();
-  std::vector<Tensor> out;
-  auto [x, y] = SignatureTensors(bundle, "serving_default", "x", "y");
-  // The signature declares x as float [1] (and Runnel checks feed shapes, as
+  // (README also names a "predict" signature; this copy has none.)
+  EXPECT_THAT(SignatureKeys(bundle.meta_graph_def),
+              ::testing::ElementsAre("classify_x2_to_y3", "classify_x_to_y",
+                                     "regress_x2_to_y3", "regress_x_to_y",
+                                     "regress_x_to_y2", "serving_default"));
+  // The signatures declare x as float [1] (and Runnel checks feed shapes, as
   // TF's Python client does), so x = [1, 2, 5] goes in one value at a time.
   const float xs[] = {1, 2, 5}, ys[] = {2.5, 3, 4.5};
   for (int i = 0; i < 3; ++i) {
-    ASSERT_OK(s->Run({{x, Tensor::FromVector<float>({xs[i]})}}, {y}, {}, &out));
-    ExpectTensorEqual<float>(out[0], Tensor::FromVector<float>({ys[i]}));
+    auto out = Call(bundle, "serving_default",
+                    {{"x", Tensor::FromVector<float>({xs[i]})}});
+    ASSERT_EQ(out.size(), 1u);
+    ExpectTensorEqual<float>(out["y"], Tensor::FromVector<float>({ys[i]}));
   }
-  // Unfed, x is its default, 0.
-  ASSERT_OK(s->Run({}, {y}, {}, &out));
-  ExpectTensorEqual<float>(out[0], Tensor::FromVector<float>({2}));
 
   // Signatures over serialized tf.Examples (ParseExampleV2 in the body) and
-  // over floats.
+  // over floats. README does not list the classify_* ones; TF Serving's
+  // script that wrote the model scores them with y = 0.5 x + 2 and
+  // y3 = 0.5 x2 + 3.
   struct Case {
     const char* sig;
     const char* feature;
+    const char* output;
     std::vector<float> expected;
   };
-  for (const Case& c : {Case{"regress_x_to_y", "x", {2, 2.5, 3, 3.5}},
-                        Case{"regress_x_to_y2", "x", {3, 3.5, 4, 4.5}},
-                        Case{"regress_x2_to_y3", "x2", {3, 3.5, 4, 4.5}}}) {
-    auto [in, outputs] = SignatureTensors(bundle, c.sig, "inputs", "outputs");
-    // regress_x2_to_y3 takes x2 itself ([1], one value at a time), the
+  for (const Case& c :
+       {Case{"regress_x_to_y", "x", "outputs", {2, 2.5, 3, 3.5}},
+        Case{"regress_x_to_y2", "x", "outputs", {3, 3.5, 4, 4.5}},
+        Case{"regress_x2_to_y3", "x2", "outputs", {3, 3.5, 4, 4.5}},
+        Case{"classify_x_to_y", "x", "scores", {2, 2.5, 3, 3.5}},
+        Case{"classify_x2_to_y3", "x2", "scores", {3, 3.5, 4, 4.5}}}) {
+    // The x2 signatures take x2 itself ([1], one value at a time), the
     // others a batch of serialized tf.Examples.
     if (std::string(c.feature) == "x2") {
       for (int i = 0; i < 4; ++i) {
-        ASSERT_OK(s->Run({{in, Tensor::FromVector<float>({float(i)})}},
-                         {outputs}, {}, &out));
-        ASSERT_EQ(out[0].NumElements(), 1) << c.sig;
-        EXPECT_NEAR(out[0].flat<float>()[0], c.expected[i], 1e-6) << c.sig;
+        auto out = Call(bundle, c.sig,
+                        {{"inputs", Tensor::FromVector<float>({float(i)})}});
+        ASSERT_EQ(out[c.output].NumElements(), 1) << c.sig;
+        EXPECT_NEAR(out[c.output].flat<float>()[0], c.expected[i], 1e-6)
+            << c.sig;
       }
       continue;
     }
-    ASSERT_OK(s->Run({{in, SerializedExamples(c.feature, {0, 1, 2, 3})}},
-                     {outputs}, {}, &out));
-    ASSERT_EQ(out[0].NumElements(), 4) << c.sig;
+    auto out = Call(bundle, c.sig,
+                    {{"inputs", SerializedExamples(c.feature, {0, 1, 2, 3})}});
+    ASSERT_EQ(out[c.output].NumElements(), 4) << c.sig;
     for (int i = 0; i < 4; ++i) {
-      EXPECT_NEAR(out[0].flat<float>()[i], c.expected[i], 1e-6) << c.sig;
+      EXPECT_NEAR(out[c.output].flat<float>()[i], c.expected[i], 1e-6) << c.sig;
     }
   }
+}
+
+TEST(SavedModelTf2Test, RunSignatureErrorsNameWhatIsThere) {
+  SavedModelBundle bundle;
+  ASSERT_OK(LoadSavedModel({}, kHalfPlusTwo, {kSavedModelTagServe}, &bundle));
+  std::map<std::string, Tensor> out;
+  const Tensor one = Tensor::FromVector<float>({1});
+
+  // An unknown key lists the keys there are, but not the init op's.
+  Status s = RunSignature(bundle, "serving", {{"x", one}}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'serving'"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("it has 'classify_x2_to_y3', 'classify_x_to_y', "
+                        "'regress_x2_to_y3', 'regress_x_to_y', "
+                        "'regress_x_to_y2', 'serving_default'"));
+  EXPECT_THAT(s.message(), ::testing::Not(HasSubstr("__saved_model_init_op")));
+  s = RunSignature(bundle, kSavedModelInitOpSignatureKey, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+
+  // A missing input and an unknown one name the signature and its inputs.
+  s = RunSignature(bundle, "serving_default", {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("signature 'serving_default'"));
+  EXPECT_THAT(s.message(), HasSubstr("input 'x' is missing"));
+  EXPECT_THAT(s.message(), HasSubstr("its inputs are 'x'"));
+  s = RunSignature(bundle, "serving_default", {{"x", one}, {"z", one}}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("no input 'z'"));
+  EXPECT_THAT(s.message(), HasSubstr("its inputs are 'x'"));
+
+  // A dtype other than the TensorInfo's.
+  s = RunSignature(bundle, "serving_default",
+                   {{"x", Tensor::FromVector<int32_t>({1})}}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr("input 'x' must be float, got int32"));
+
+  // The session still checks the shape the placeholder declares.
+  s = RunSignature(bundle, "serving_default",
+                   {{"x", Tensor::FromVector<float>({1, 2, 5})}}, &out);
+  EXPECT_FALSE(s.ok());
 }
 
 TEST(SavedModelTf2Test, HalfPlusTwoSavesThroughItsSaveFunction) {
@@ -121,14 +169,8 @@ TEST(SavedModelTf2Test, RegressionTrainsThroughItsTrainSignature) {
   SavedModelBundle bundle;
   ASSERT_OK(LoadSavedModel({}, kModels + "regression_tf2",
                            {kSavedModelTagServe}, &bundle));
-  Session* s = bundle.session.get();
-  const auto& train = bundle.meta_graph_def.signature_def().at("train");
-  const std::string x = train.inputs().at("x").name();
-  const std::string y = train.inputs().at("y").name();
-  const std::string loss = train.outputs().at("loss").name();
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<Tensor> out;
   float first_loss = 0, last_loss = 0;
   for (int step = 0; step < 201; ++step) {
     std::vector<float> xs(100), ys(100);
@@ -136,17 +178,73 @@ TEST(SavedModelTf2Test, RegressionTrainsThroughItsTrainSignature) {
       xs[i] = u(rng);
       ys[i] = 0.1f * xs[i] + 0.3f;
     }
-    ASSERT_OK(s->Run({{x, Tensor::FromVector<float>(xs)},
-                      {y, Tensor::FromVector<float>(ys)}},
-                     {loss}, {}, &out));
-    (step == 0 ? first_loss : last_loss) = out[0].scalar<float>();
+    auto out = Call(bundle, "train",
+                    {{"x", Tensor::FromVector<float>(xs)},
+                     {"y", Tensor::FromVector<float>(ys)}});
+    ASSERT_EQ(out.count("loss"), 1u);
+    (step == 0 ? first_loss : last_loss) = out["loss"].scalar<float>();
   }
   EXPECT_LT(last_loss, first_loss);
-  auto [unused_w, w] = SignatureTensors(bundle, "w", "", "output");
-  auto [unused_b, b] = SignatureTensors(bundle, "b", "", "output");
-  ASSERT_OK(s->Run({}, {w, b}, {}, &out));
-  EXPECT_NEAR(out[0].scalar<float>(), 0.1f, 1e-3);
-  EXPECT_NEAR(out[1].scalar<float>(), 0.3f, 1e-3);
+  EXPECT_NEAR(Call(bundle, "w", {})["output"].scalar<float>(), 0.1f, 1e-3);
+  EXPECT_NEAR(Call(bundle, "b", {})["output"].scalar<float>(), 0.3f, 1e-3);
+}
+
+// A TF 1.x-style SavedModel built here (ExportMetaGraph, Saver, a
+// signature over plain tensor names): RunSignature treats it as the TF 2
+// ones.
+TEST(SavedModelV1Test, RunSignatureOnATf1SavedModel) {
+  Scope root = Scope::NewRootScope();
+  Variable w(root, "w", TensorShape({2}), Initializer::Constant(3.0));
+  auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  ops::Mul(root.WithOpName("y"), x, w.value());
+  Saver saver(root);
+  auto init = GlobalVariablesInitializer(root);
+  ASSERT_OK(root.status());
+  MetaGraphExportOptions opts;
+  opts.saver_def = &saver.saver_def();
+  opts.tags = {kSavedModelTagServe};
+  SignatureDef sig;
+  sig.set_method_name("tensorflow/serving/predict");
+  (*sig.mutable_inputs())["x"].set_name("x:0");
+  (*sig.mutable_inputs())["x"].set_dtype(DT_FLOAT);
+  (*sig.mutable_outputs())["y"].set_name("y:0");
+  (*sig.mutable_outputs())["y"].set_dtype(DT_FLOAT);
+  opts.signature_defs["serving_default"] = sig;
+  auto mgd = ExportMetaGraph(root, opts);
+  ASSERT_OK(mgd.status());
+
+  const std::string dir = MakeTempDir();
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  ASSERT_OK(session.Run({}, {}, {init}, &out));
+  auto set = ops::AssignVariableOp(root, w.handle(), {5.f, -1.f});
+  ASSERT_OK(session.Run({}, {}, {set.operation}, &out));
+  ASSERT_OK(saver
+                .Save(&session, dir + "/variables/variables", -1,
+                      /*write_state=*/false)
+                .status());
+  SavedModel sm;
+  *sm.add_meta_graphs() = *mgd;
+  ASSERT_OK(WriteStringToFile(dir + "/saved_model.pb", sm.SerializeAsString()));
+
+  SavedModelBundle bundle;
+  ASSERT_OK(LoadSavedModel({}, dir, {kSavedModelTagServe}, &bundle));
+  EXPECT_THAT(SignatureKeys(bundle.meta_graph_def),
+              ::testing::ElementsAre("serving_default"));
+  auto got = Call(bundle, "serving_default",
+                  {{"x", Tensor::FromVector<float>({2, 3})}});
+  ExpectTensorEqual<float>(got["y"], Tensor::FromVector<float>({10, -3}));
+  std::map<std::string, Tensor> outputs;
+  Status s =
+      RunSignature(bundle, "serving_default",
+                   {{"x", Tensor::FromVector<double>({2, 3})}}, &outputs);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+
+  // ReadSavedModel sees the same meta graph without loading it.
+  SavedModel read;
+  ASSERT_OK(ReadSavedModel(dir, &read));
+  ASSERT_EQ(read.meta_graphs_size(), 1);
+  EXPECT_EQ(read.meta_graphs(0).signature_def().count("serving_default"), 1u);
 }
 
 }  // namespace
