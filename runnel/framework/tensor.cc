@@ -7,6 +7,7 @@
 
 #include "absl/strings/escaping.h"
 #include "runnel/framework/resource_handle.h"
+#include "runnel/framework/variant.h"
 
 namespace runnel {
 
@@ -16,12 +17,14 @@ namespace {
 size_t ElementSize(DataType dt) {
   if (dt == DT_STRING) return sizeof(std::string);
   if (dt == DT_RESOURCE) return sizeof(ResourceHandle);
+  if (dt == DT_VARIANT) return sizeof(Variant);
   return static_cast<size_t>(DataTypeSize(dt));
 }
 
 // Types a Tensor can hold.
 bool IsStorable(DataType dt) {
-  return dt == DT_STRING || dt == DT_RESOURCE || DataTypeIsPod(dt);
+  return dt == DT_STRING || dt == DT_RESOURCE || dt == DT_VARIANT ||
+         DataTypeIsPod(dt);
 }
 
 }  // namespace
@@ -54,6 +57,10 @@ TensorBuffer* TensorBuffer::Allocate(Allocator* a, DataType dt,
     auto* h = static_cast<ResourceHandle*>(b->data_);
     for (int64_t i = 0; i < num_elements; ++i) new (h + i) ResourceHandle();
     b->num_handles_ = num_elements;
+  } else if (dt == DT_VARIANT) {
+    auto* v = static_cast<Variant*>(b->data_);
+    for (int64_t i = 0; i < num_elements; ++i) new (v + i) Variant();
+    b->num_variants_ = num_elements;
   }
   return b;
 }
@@ -80,6 +87,10 @@ TensorBuffer::~TensorBuffer() {
   if (num_handles_ > 0) {
     auto* h = static_cast<ResourceHandle*>(data_);
     for (int64_t i = 0; i < num_handles_; ++i) h[i].~ResourceHandle();
+  }
+  if (num_variants_ > 0) {
+    auto* v = static_cast<Variant*>(data_);
+    for (int64_t i = 0; i < num_variants_; ++i) v[i].~Variant();
   }
   if (allocator_ != nullptr) allocator_->DeallocateRaw(data_, size_);
 }
@@ -153,6 +164,10 @@ StatusOr<Tensor> Tensor::TryDeepCopy() const {
   } else if (dtype_ == DT_RESOURCE) {
     auto src = flat<ResourceHandle>();
     auto dst = t.flat<ResourceHandle>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+  } else if (dtype_ == DT_VARIANT) {
+    auto src = flat<Variant>();
+    auto dst = t.flat<Variant>();
     for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
   } else if (TotalBytes() > 0) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
@@ -228,7 +243,8 @@ void SetMaxDecodedTensorBytes(int64_t bytes) {
 
 StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {
   const DataType dt = proto.dtype();
-  if (!DataTypeIsKnown(dt, /*allow_ref=*/false) || !IsStorable(dt)) {
+  if (!DataTypeIsKnown(dt, /*allow_ref=*/false) || !IsStorable(dt) ||
+      dt == DT_VARIANT) {
     return errors::InvalidArgument("TensorProto has unsupported dtype ",
                                    DataTypeString(dt));
   }
@@ -429,7 +445,7 @@ void Tensor::AsProtoField(TensorProto* proto) const {
 }
 
 void Tensor::AsProtoTensorContent(TensorProto* proto) const {
-  if (dtype_ == DT_STRING || dtype_ == DT_RESOURCE) {
+  if (dtype_ == DT_STRING || dtype_ == DT_RESOURCE || dtype_ == DT_VARIANT) {
     AsProtoField(proto);
     return;
   }
@@ -503,6 +519,8 @@ std::string Tensor::ElementString(int64_t i) const {
       return absl::CEscape(flat<tstring>()[i]);
     case DT_RESOURCE:
       return flat<ResourceHandle>()[i].DebugString();
+    case DT_VARIANT:
+      return flat<Variant>()[i].DebugString();
     default:
       return "?";
   }

@@ -32,9 +32,9 @@ namespace runnel {
 // The memory behind one or more tensors.
 class TensorBuffer : public RefCounted {
  public:
-  // Allocates `bytes` from `a`. For DT_STRING (DT_RESOURCE), that many
-  // strings (ResourceHandles) are constructed in place and destroyed with
-  // the buffer. Returns nullptr on allocation failure.
+  // Allocates `bytes` from `a`. For DT_STRING (DT_RESOURCE, DT_VARIANT),
+  // that many strings (ResourceHandles, Variants) are constructed in place
+  // and destroyed with the buffer. Returns nullptr on allocation failure.
   static TensorBuffer* Allocate(Allocator* a, DataType dt,
                                 int64_t num_elements);
   // A sub-range of `root` (which gains a reference).
@@ -55,7 +55,8 @@ class TensorBuffer : public RefCounted {
   size_t size_ = 0;
   Allocator* allocator_ = nullptr;  // Null for sub-buffers.
   int64_t num_strings_ = 0;
-  int64_t num_handles_ = 0;  // DT_RESOURCE elements.
+  int64_t num_handles_ = 0;   // DT_RESOURCE elements.
+  int64_t num_variants_ = 0;  // DT_VARIANT elements.
   TensorBuffer* root_ = nullptr;
 };
 

@@ -1,0 +1,448 @@
+// tf.data iterators (TF's iterator_ops.cc): a resource holding the
+// iterator of one dataset, made by IteratorV2 (TF 1.x's
+// make_initializable_iterator, with MakeIterator as the initializer),
+// AnonymousIteratorV2/V3 (TF 2's `iter(dataset)` inside a tf.function) or
+// OneShotIterator (TF 1.x's make_one_shot_iterator, whose dataset comes from
+// a factory function run on first use), and read by IteratorGetNext.
+//
+// Note [Iterator state]: the resource keeps the dataset and its current
+// IteratorBase under a mutex, so concurrent GetNexts take elements one at a
+// time; MakeIterator starts the sequence over. Running past the end is
+// OutOfRange ("End of sequence"), as TF's, which is how TF 1.x training
+// loops end an epoch; every later GetNext is OutOfRange too until the next
+// MakeIterator. An element whose dtypes or shapes differ from the
+// iterator's declared ones is InvalidArgument.
+#include <atomic>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "runnel/framework/dataset.h"
+#include "runnel/framework/op.h"
+#include "runnel/framework/op_kernel.h"
+#include "runnel/framework/resource_mgr.h"
+#include "runnel/framework/resource_var.h"
+#include "runnel/graph/gradients.h"
+
+namespace runnel {
+namespace {
+
+class IteratorResource : public ResourceBase {
+ public:
+  IteratorResource(DataTypeVector dtypes,
+                   std::vector<PartialTensorShape> shapes)
+      : dtypes_(std::move(dtypes)), shapes_(std::move(shapes)) {}
+
+  std::string DebugString() const override {
+    absl::MutexLock l(&mu_);
+    return dataset_ == nullptr
+               ? "Iterator(uninitialized)"
+               : absl::StrCat("Iterator(", dataset_->DebugString(), ")");
+  }
+
+  // Binds the iterator to `dataset`, at its start.
+  Status SetDataset(DatasetPtr dataset) {
+    if (dataset->output_dtypes() != dtypes_) {
+      return errors::InvalidArgument(
+          "the dataset ", dataset->DebugString(),
+          " does not match the iterator's output_types");
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, dataset->MakeIterator());
+    absl::MutexLock l(&mu_);
+    dataset_ = std::move(dataset);
+    iterator_ = std::move(it);
+    return absl::OkStatus();
+  }
+
+  bool initialized() const {
+    absl::MutexLock l(&mu_);
+    return iterator_ != nullptr;
+  }
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out) {
+    absl::MutexLock l(&mu_);
+    if (iterator_ == nullptr) {
+      return errors::FailedPrecondition(
+          "GetNext() failed because the iterator has not been initialized. "
+          "Ensure that you have run the initializer operation for this "
+          "iterator before getting the next element.");
+    }
+    bool end = false;
+    RETURN_IF_ERROR(iterator_->GetNext(ctx, out, &end));
+    if (end) return errors::OutOfRange("End of sequence");
+    return CheckElement(
+        *out, dtypes_, shapes_,
+        absl::StrCat("the iterator over ", dataset_->DebugString()));
+  }
+
+  const DataTypeVector& dtypes() const { return dtypes_; }
+
+ private:
+  const DataTypeVector dtypes_;
+  const std::vector<PartialTensorShape> shapes_;
+  mutable absl::Mutex mu_;
+  DatasetPtr dataset_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<IteratorBase> iterator_ ABSL_GUARDED_BY(mu_);
+};
+
+Status ReadIteratorStructure(OpKernelConstruction* c, DataTypeVector* dtypes,
+                             std::vector<PartialTensorShape>* shapes) {
+  std::vector<DataType> types;
+  RETURN_IF_ERROR(c->GetAttr("output_types", &types));
+  RETURN_IF_ERROR(c->GetAttr("output_shapes", shapes));
+  dtypes->assign(types.begin(), types.end());
+  if (shapes->size() != dtypes->size()) {
+    return errors::InvalidArgument("output_types has ", dtypes->size(),
+                                   " types but output_shapes has ",
+                                   shapes->size(), " shapes");
+  }
+  return absl::OkStatus();
+}
+
+Tensor HandleTensor(OpKernelContext* ctx, const std::string& container,
+                    const std::string& name) {
+  Tensor h(DT_RESOURCE, TensorShape({}));
+  h.scalar<ResourceHandle>() = MakeResourceHandle<IteratorResource>(
+      container, name,
+      ctx->device() != nullptr ? ctx->device()->name() : std::string());
+  return h;
+}
+
+// Creates (or finds) the iterator resource named `name` and outputs its
+// handle.
+Status CreateIterator(OpKernelContext* ctx, const std::string& container,
+                      const std::string& name, const DataTypeVector& dtypes,
+                      const std::vector<PartialTensorShape>& shapes,
+                      IteratorResource** out) {
+  ResourceMgr* rm = ctx->resource_manager();
+  if (rm == nullptr) return errors::FailedPrecondition("no resource manager");
+  const std::string c = container.empty() ? rm->default_container() : container;
+  IteratorResource* it = nullptr;
+  RETURN_IF_ERROR(rm->LookupOrCreate<IteratorResource>(
+      c, name, &it, [&](IteratorResource** r) {
+        *r = new IteratorResource(dtypes, shapes);
+        return absl::OkStatus();
+      }));
+  if (it->dtypes() != dtypes) {
+    it->Unref();
+    return errors::InvalidArgument("the iterator '", name,
+                                   "' already exists with other output_types");
+  }
+  ctx->set_output(0, HandleTensor(ctx, c, name));
+  if (out != nullptr) {
+    *out = it;
+  } else {
+    it->Unref();
+  }
+  return absl::OkStatus();
+}
+
+Status LookupIterator(OpKernelContext* ctx, int input, IteratorResource** it) {
+  const ResourceHandle* h = nullptr;
+  RETURN_IF_ERROR(HandleFromInput(ctx, input, &h));
+  Status s = LookupResource<IteratorResource>(ctx, *h, it);
+  if (absl::IsNotFound(s)) {
+    return errors::FailedPrecondition("the iterator '", h->name(),
+                                      "' does not exist (was it deleted?)");
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// IteratorV2 / Iterator
+
+REGISTER_OP("IteratorV2")
+    .Output("handle: resource")
+    .Attr("shared_name: string")
+    .Attr("container: string")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "An iterator resource, uninitialised until MakeIterator binds it to "
+        "a dataset (TF 1.x's make_initializable_iterator).");
+
+REGISTER_OP("Iterator")
+    .Output("handle: resource")
+    .Attr("shared_name: string")
+    .Attr("container: string")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("IteratorV2 under its TF 1.x name.");
+
+class IteratorHandleKernel : public OpKernel {
+ public:
+  explicit IteratorHandleKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("shared_name", &shared_name_));
+    OP_REQUIRES_OK(c, c->GetAttr("container", &container_));
+    OP_REQUIRES_OK(c, ReadIteratorStructure(c, &dtypes_, &shapes_));
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const std::string name = shared_name_.empty() ? this->name() : shared_name_;
+    OP_REQUIRES_OK(
+        ctx, CreateIterator(ctx, container_, name, dtypes_, shapes_, nullptr));
+  }
+
+ private:
+  std::string shared_name_, container_;
+  DataTypeVector dtypes_;
+  std::vector<PartialTensorShape> shapes_;
+};
+REGISTER_KERNEL_BUILDER(Name("IteratorV2").Device(kDeviceCpu),
+                        IteratorHandleKernel);
+REGISTER_KERNEL_BUILDER(Name("Iterator").Device(kDeviceCpu),
+                        IteratorHandleKernel);
+
+// ---------------------------------------------------------------------------
+// AnonymousIteratorV2 / V3, DeleteIterator
+
+REGISTER_OP("AnonymousIteratorV2")
+    .Output("handle: resource")
+    .Output("deleter: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "A new iterator resource with a unique name each run, and a deleter "
+        "for DeleteIterator.");
+
+REGISTER_OP("AnonymousIteratorV3")
+    .Output("handle: resource")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "A new iterator resource with a unique name each run. It lives until "
+        "DestroyResourceOp or the session's resources are cleared.");
+
+REGISTER_OP("DeleteIterator")
+    .Input("handle: resource")
+    .Input("deleter: variant")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::NoOutputs)
+    .Doc("Deletes the iterator resource `handle`.");
+
+// The deleter of AnonymousIteratorV2: carries nothing (DeleteIterator
+// deletes by handle) but is a variant as TF's.
+class IteratorDeleter final : public VariantValue {
+ public:
+  std::string TypeName() const override { return "IteratorDeleter"; }
+};
+
+class AnonymousIteratorKernel : public OpKernel {
+ public:
+  explicit AnonymousIteratorKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, ReadIteratorStructure(c, &dtypes_, &shapes_));
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    static std::atomic<int64_t> next{0};
+    const std::string name =
+        absl::StrCat("_AnonymousIterator", next.fetch_add(1));
+    OP_REQUIRES_OK(ctx,
+                   CreateIterator(ctx, "", name, dtypes_, shapes_, nullptr));
+    if (ctx->num_outputs() > 1) {
+      Tensor deleter(DT_VARIANT, TensorShape({}));
+      deleter.scalar<Variant>() = Variant(std::make_shared<IteratorDeleter>());
+      ctx->set_output(1, std::move(deleter));
+    }
+  }
+
+ private:
+  DataTypeVector dtypes_;
+  std::vector<PartialTensorShape> shapes_;
+};
+REGISTER_KERNEL_BUILDER(Name("AnonymousIteratorV2").Device(kDeviceCpu),
+                        AnonymousIteratorKernel);
+REGISTER_KERNEL_BUILDER(Name("AnonymousIteratorV3").Device(kDeviceCpu),
+                        AnonymousIteratorKernel);
+
+class DeleteIteratorKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const ResourceHandle* h = nullptr;
+    OP_REQUIRES_OK(ctx, HandleFromInput(ctx, 0, &h));
+    OP_REQUIRES_OK(ctx,
+                   ValidateHandle(ctx, *h, ResourceTypeHash<IteratorResource>(),
+                                  typeid(IteratorResource).name()));
+    OP_REQUIRES(ctx, ctx->resource_manager() != nullptr,
+                errors::FailedPrecondition("no resource manager"));
+    OP_REQUIRES_OK(ctx, ctx->resource_manager()->Delete<IteratorResource>(
+                            h->container(), h->name()));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("DeleteIterator").Device(kDeviceCpu),
+                        DeleteIteratorKernel);
+
+// ---------------------------------------------------------------------------
+// MakeIterator
+
+REGISTER_OP("MakeIterator")
+    .Input("dataset: variant")
+    .Input("iterator: resource")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::NoOutputs)
+    .Doc(
+        "Binds `iterator` to the start of `dataset` (the initializer of an "
+        "initializable iterator; running it again starts over).");
+
+class MakeIteratorKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    StatusOr<DatasetPtr> ds = DatasetFromVariantTensor(ctx->input(0));
+    OP_REQUIRES_OK(ctx, ds.status());
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(ctx, LookupIterator(ctx, 1, &it));
+    ScopedUnref unref(it);
+    OP_REQUIRES_OK(ctx, it->SetDataset(*std::move(ds)));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("MakeIterator").Device(kDeviceCpu),
+                        MakeIteratorKernel);
+
+// ---------------------------------------------------------------------------
+// OneShotIterator
+
+REGISTER_OP("OneShotIterator")
+    .Output("handle: resource")
+    .Attr("dataset_factory: func")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("container: string = ''")
+    .Attr("shared_name: string = ''")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "An iterator initialised on first use from the dataset that "
+        "`dataset_factory` (a function without inputs returning a dataset "
+        "variant) makes (TF 1.x's make_one_shot_iterator).");
+
+class OneShotIteratorKernel : public OpKernel {
+ public:
+  explicit OneShotIteratorKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, c->GetAttr("container", &container_));
+    OP_REQUIRES_OK(c, c->GetAttr("shared_name", &shared_name_));
+    OP_REQUIRES_OK(c, ReadIteratorStructure(c, &dtypes_, &shapes_));
+    auto it = c->attrs().find("dataset_factory");
+    if (it != c->attrs().end()) factory_ = it->second.func();
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const std::string name = shared_name_.empty() ? this->name() : shared_name_;
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(
+        ctx, CreateIterator(ctx, container_, name, dtypes_, shapes_, &it));
+    ScopedUnref unref(it);
+    absl::MutexLock l(&mu_);
+    if (it->initialized()) return;
+    IteratorContext ictx = IteratorContext::FromKernel(ctx);
+    CapturedFunction factory(factory_, {});
+    std::vector<Tensor> rets;
+    Status s = factory.Run(&ictx, {}, &rets);
+    OP_REQUIRES_OK(ctx, s);
+    OP_REQUIRES(ctx, rets.size() == 1,
+                errors::InvalidArgument("dataset_factory '", factory_.name(),
+                                        "' returned ", rets.size(),
+                                        " values, not one dataset"));
+    StatusOr<DatasetPtr> ds = DatasetFromVariantTensor(rets[0]);
+    OP_REQUIRES_OK(ctx, ds.status());
+    OP_REQUIRES_OK(ctx, it->SetDataset(*std::move(ds)));
+  }
+
+ private:
+  std::string container_, shared_name_;
+  DataTypeVector dtypes_;
+  std::vector<PartialTensorShape> shapes_;
+  NameAttrList factory_;
+  absl::Mutex mu_;  // One initialisation at a time.
+};
+REGISTER_KERNEL_BUILDER(Name("OneShotIterator").Device(kDeviceCpu),
+                        OneShotIteratorKernel);
+
+// ---------------------------------------------------------------------------
+// IteratorGetNext / IteratorGetNextSync
+
+constexpr char kGetNextDoc[] =
+    "The next element of the iterator; OutOfRange (\"End of sequence\") "
+    "once it is exhausted.";
+
+REGISTER_OP("IteratorGetNext")
+    .Input("iterator: resource")
+    .Output("components: output_types")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      std::vector<PartialTensorShape> shapes;
+      if (c->GetAttr("output_shapes", &shapes).ok() &&
+          static_cast<int>(shapes.size()) == c->num_outputs()) {
+        for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, shapes[i]);
+        return absl::OkStatus();
+      }
+      return shape_fns::UnknownShape(c);
+    })
+    .Doc(kGetNextDoc);
+
+REGISTER_OP("IteratorGetNextSync")
+    .Input("iterator: resource")
+    .Output("components: output_types")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::UnknownShape)
+    .Doc(kGetNextDoc);
+
+class IteratorGetNextKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(ctx, LookupIterator(ctx, 0, &it));
+    ScopedUnref unref(it);
+    IteratorContext ictx = IteratorContext::FromKernel(ctx);
+    std::vector<Tensor> element;
+    OP_REQUIRES_OK(ctx, it->GetNext(&ictx, &element));
+    OP_REQUIRES(
+        ctx, static_cast<int>(element.size()) == ctx->num_outputs(),
+        errors::InvalidArgument("the iterator produced ", element.size(),
+                                " components, the op "
+                                "has ",
+                                ctx->num_outputs(), " outputs"));
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      OP_REQUIRES(ctx, element[i].dtype() == ctx->expected_output_dtype(i),
+                  errors::InvalidArgument(
+                      "component ", i, " is ",
+                      DataTypeString(element[i].dtype()), ", the op expects ",
+                      DataTypeString(ctx->expected_output_dtype(i))));
+      ctx->set_output(i, std::move(element[i]));
+    }
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("IteratorGetNext").Device(kDeviceCpu),
+                        IteratorGetNextKernel);
+REGISTER_KERNEL_BUILDER(Name("IteratorGetNextSync").Device(kDeviceCpu),
+                        IteratorGetNextKernel);
+
+REGISTER_NO_GRADIENT("IteratorV2", "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("Iterator", "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("AnonymousIteratorV2",
+                     "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("AnonymousIteratorV3",
+                     "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("DeleteIterator", "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("MakeIterator", "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("OneShotIterator", "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("IteratorGetNext", "input data is not differentiable");
+REGISTER_NO_GRADIENT("IteratorGetNextSync", "input data is not differentiable");
+
+}  // namespace
+}  // namespace runnel
