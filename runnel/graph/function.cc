@@ -691,14 +691,16 @@ Status InlineCall(Graph* g, Node* call, int depth,
 
 }  // namespace
 
-Status InlineFunctionCalls(Graph* g, int* inlined) {
+Status InlineFunctionCalls(Graph* g, int* inlined, bool lower_control_flow) {
   int count = 0;
   absl::flat_hash_map<int, int> depths;  // Node id -> call depth.
   while (true) {
     std::vector<Node*> calls, control_flow;
     for (Node* n : g->nodes()) {
       if (IsInlinableCall(*n)) calls.push_back(n);
-      if (IsLowerableControlFlow(*n)) control_flow.push_back(n);
+      if (lower_control_flow && IsLowerableControlFlow(*n)) {
+        control_flow.push_back(n);
+      }
     }
     if (calls.empty() && control_flow.empty()) break;
     // A lowered node's calls are inlined at its own depth plus one.

@@ -141,8 +141,10 @@ Status LowerControlFlowOp(Graph* g, Node* n, std::vector<Node*>* calls);
 // "<call>/<node>", take the call's requested and assigned device when they
 // have none, and wait for the call's inputs and control inputs (Note
 // [Inlined calls] in function.cc). Returns the number of calls inlined and
-// nodes lowered in `*inlined` if non-null.
-Status InlineFunctionCalls(Graph* g, int* inlined = nullptr);
+// nodes lowered in `*inlined` if non-null. With `lower_control_flow` false,
+// If and While nodes stay as they are (to be differentiated as a whole).
+Status InlineFunctionCalls(Graph* g, int* inlined = nullptr,
+                           bool lower_control_flow = true);
 
 }  // namespace runnel
 

@@ -393,26 +393,19 @@ REGISTER_KERNEL_BUILDER(Name("If").Device(kDeviceCpu), IfKernel);
 REGISTER_KERNEL_BUILDER(Name("StatelessIf").Device(kDeviceCpu), IfKernel);
 REGISTER_KERNEL_BUILDER(Name("While").Device(kDeviceCpu), WhileKernel);
 REGISTER_KERNEL_BUILDER(Name("StatelessWhile").Device(kDeviceCpu), WhileKernel);
-REGISTER_NO_GRADIENT("PartitionedCall",
-                     "calls are inlined before gradients are needed");
-REGISTER_NO_GRADIENT("StatefulPartitionedCall",
-                     "calls are inlined before gradients are needed");
-// Differentiating functional control flow needs gradients of functions,
-// which are not built yet: an error, not a silent zero gradient.
-Status FunctionalControlFlowGrad(const Scope& scope, const Operation& op,
-                                 const std::vector<Output>& grad_inputs,
-                                 std::vector<Output>* grad_outputs) {
-  const bool is_if = op.node()->type_string().find("If") != std::string::npos;
+// Calls and conditionals are differentiated in functional_grad.cc. While
+// loops need gradients of loops over functions, which are not built yet: an
+// error, not a silent zero gradient.
+Status WhileGrad(const Scope& scope, const Operation& op,
+                 const std::vector<Output>& grad_inputs,
+                 std::vector<Output>* grad_outputs) {
   return errors::Unimplemented(
       "gradient of ", op.node()->type_string(), " '", op.node()->name(),
-      "': functional control flow is not differentiable yet; build the ",
-      is_if ? "conditional with Cond" : "loop with WhileLoop",
-      " (runnel/graph/control_flow.h) to differentiate it");
+      "': functional while loops are not differentiable yet; build the loop "
+      "with WhileLoop (runnel/graph/control_flow.h) to differentiate it");
 }
-REGISTER_GRADIENT("If", FunctionalControlFlowGrad);
-REGISTER_GRADIENT("StatelessIf", FunctionalControlFlowGrad);
-REGISTER_GRADIENT("While", FunctionalControlFlowGrad);
-REGISTER_GRADIENT("StatelessWhile", FunctionalControlFlowGrad);
+REGISTER_GRADIENT("While", WhileGrad);
+REGISTER_GRADIENT("StatelessWhile", WhileGrad);
 
 }  // namespace
 }  // namespace runnel

@@ -24,6 +24,7 @@
 #include "runnel/api/client_session.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/graph/define_function.h"
 #include "runnel/ops/ops_gen.h"
 #include "testing/gradient_checker.h"
 #include "testing/op_test_util.h"
@@ -539,7 +540,7 @@ const std::map<std::string, std::string>& CheckedElsewhere() {
     add({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
          "Exit", "RefExit", "NextIteration", "RefNextIteration"},
         "control_flow_ops_session_test (Cond and WhileLoop)");
-    add({"If", "StatelessIf", "While", "StatelessWhile"},
+    add({"While", "StatelessWhile"},
         "function_test FunctionalControlFlowTest (their error)");
     add({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
          "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3"},
@@ -631,6 +632,90 @@ TEST(MathGradTest, FloorMod) {
        Doubles({0.8, 0.7, -1.9, 2.0}, {4})});
   CheckBinary(BINARY(FloorMod), 0.3, 0.45);  // x / y in (0.67, 1.5).
 }
+// functional_ops: calls and conditionals differentiate through the
+// gradient functions of their functions (runnel/graph/function_gradients.h).
+// f(a, b) = (a * tanh(b), a, int32 0): a non-differentiable output too.
+NameAttrList MulTanh(const Scope& s) {
+  auto f =
+      DefineFunction(s, "MulTanh", {{"a", DT_DOUBLE}, {"b", DT_DOUBLE}},
+                     [](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+                       return Outputs{ops::Mul(b, a[0], ops::Tanh(b, a[1])),
+                                      a[0], ops::Const(b, 0)};
+                     });
+  EXPECT_OK(f.status());
+  return f.ok() ? *f : NameAttrList();
+}
+
+TEST(FunctionalGradTest, CallsOfFunctions) {
+  for (const char* op : {"PartitionedCall", "StatefulPartitionedCall"}) {
+    SCOPED_TRACE(op);
+    CheckGrad(
+        [op](const Scope& s, const Outputs& xs) -> Outputs {
+          Operation call;
+          s.UpdateStatus(
+              NodeBuilder(s, op)
+                  .Input(InputList({xs[0], xs[1]}))
+                  .Attr("Tout",
+                        std::vector<DataType>{DT_DOUBLE, DT_DOUBLE, DT_INT32})
+                  .Attr("f", MulTanh(s))
+                  .Finalize(&call));
+          return {
+              ops::Add(s, Output(call, 0), ops::Square(s, Output(call, 1)))};
+        },
+        {Doubles({0.5, -1.5, 2.0}, {3}), Doubles({0.3, 1.1, -0.7}, {3})});
+  }
+}
+
+TEST(FunctionalGradTest, ConditionalsDifferentiateTheBranchThatRan) {
+  for (bool pred : {true, false}) {
+    for (const char* op : {"StatelessIf", "If"}) {
+      SCOPED_TRACE(absl::StrCat(op, pred));
+      CheckGrad(
+          [op, pred](const Scope& s, const Outputs& xs) -> Outputs {
+            auto square = DefineFunction(
+                s, "SquareFirst", {{"a", DT_DOUBLE}, {"b", DT_DOUBLE}},
+                [](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+                  return Outputs{ops::Mul(b, a[0], a[0]), a[1],
+                                 ops::Const(b, 1)};
+                });
+            EXPECT_OK(square.status());
+            Operation branch;
+            s.UpdateStatus(
+                NodeBuilder(s, op)
+                    .Input(ops::Const(s, pred))
+                    .Input(InputList({xs[0], xs[1]}))
+                    .Attr("Tout",
+                          std::vector<DataType>{DT_DOUBLE, DT_DOUBLE, DT_INT32})
+                    .Attr("then_branch", *square)
+                    .Attr("else_branch", MulTanh(s))
+                    .Finalize(&branch));
+            return {ops::Mul(s, Output(branch, 0), Output(branch, 1))};
+          },
+          {Doubles({0.5, -1.5}, {2}), Doubles({0.3, 1.1}, {2})});
+    }
+  }
+}
+
+TEST(FunctionalGradTest, FunctionsWithSideEffectsAreNotRecomputed) {
+  Scope root = Scope::NewRootScope();
+  auto v = ops::VarHandleOp(root, DT_DOUBLE, TensorShape({}));
+  auto f = DefineFunction(
+      root, "BumpAndScale", {{"x", DT_DOUBLE}, {"v", DT_RESOURCE}},
+      [](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+        ops::AssignAddVariableOp(b, a[1], ops::Const(b, 1.0));
+        return Outputs{ops::Mul(b, a[0], ops::Const(b, 2.0))};
+      });
+  ASSERT_OK(f.status());
+  auto x = ops::Placeholder(root, DT_DOUBLE);
+  ops::StatefulPartitionedCall call(root, {Input(x), Input(v)}, {DT_DOUBLE},
+                                    *f);
+  Outputs dx;
+  Status st = AddSymbolicGradients(root, {call.output[0]}, {x}, &dx);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("side effects"));
+  EXPECT_THAT(std::string(st.message()), HasSubstr("AssignAddVariableOp"));
+}
+
 // logging_ops: Print and CheckNumerics pass their input (and its gradient)
 // through; the data Print prints gets none.
 TEST(LoggingGradTest, PrintAndCheckNumerics) {
