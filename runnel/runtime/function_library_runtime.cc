@@ -54,7 +54,9 @@ class FunctionCallFrame final : public CallFrameInterface {
  private:
   std::vector<Tensor> args_;
   std::vector<Tensor> rets_;
-  std::vector<bool> set_;
+  // One byte per result, not vector<bool>: _Retval kernels set different
+  // results concurrently, and bits of one word would race.
+  std::vector<char> set_;
 };
 
 }  // namespace

@@ -1,0 +1,1487 @@
+// Dataset transformations (tf.data): MapDataset, ParallelMapDatasetV2,
+// FilterDataset, FlatMapDataset, ShuffleDataset(V2, V3), PrefetchDataset,
+// ZipDataset, ConcatenateDataset and CacheDataset(V2), with TensorFlow's op
+// names, inputs, attrs and defaults. Each kernel checks its inputs and
+// builds an immutable DatasetBase (framework/dataset.h); the work happens in
+// the datasets' iterators, pulled by IteratorGetNext.
+//
+// Errors of a per-element function name the dataset op, the function and
+// the index of the input element (0-based):
+//   MapDataset 'map': function 'Double' failed on element 3: ...
+//
+// Note [Iterators borrow their context]
+// An IteratorContext (function library, step, cancellation) is valid only
+// during the GetNext call that passes it: the function runtime belongs to
+// the executor of the step pulling the element and may be gone afterwards.
+// So no work of an iterator outlives the GetNext that lends it a context:
+// - ParallelMapDatasetV2 pulls up to num_parallel_calls input elements,
+//   runs the function on them at once on its own threads, and waits for
+//   all of them before returning the first; later calls are served from
+//   that buffer.
+// - PrefetchDataset's background thread produces elements only while a
+//   consumer is inside GetNext (it lends the thread its context); before
+//   returning, the consumer takes the context back and waits for the
+//   element in flight, which stays buffered. Prefetching across steps would
+//   need a context whose lifetime the iterator can hold.
+// Both run their calls under a child cancellation manager (Note
+// [Speculative calls cancel only themselves]).
+//
+// None of these ops is differentiable: datasets are variant handles.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "runnel/base/threadpool.h"
+#include "runnel/framework/cancellation.h"
+#include "runnel/framework/dataset.h"
+#include "runnel/framework/op.h"
+#include "runnel/framework/op_kernel.h"
+#include "runnel/framework/shape_inference.h"
+#include "runnel/graph/gradients.h"
+
+namespace runnel {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Shared pieces
+
+// The dtypes and shapes of a dataset's elements (attrs output_types and
+// output_shapes).
+struct ElementSpec {
+  DataTypeVector dtypes;
+  std::vector<PartialTensorShape> shapes;
+};
+
+Status ReadElementSpec(OpKernelConstruction* c, ElementSpec* spec) {
+  std::vector<DataType> types;
+  RETURN_IF_ERROR(c->GetAttr("output_types", &types));
+  RETURN_IF_ERROR(c->GetAttr("output_shapes", &spec->shapes));
+  if (types.size() != spec->shapes.size()) {
+    return errors::InvalidArgument("output_types has ", types.size(),
+                                   " entries but output_shapes has ",
+                                   spec->shapes.size());
+  }
+  spec->dtypes.assign(types.begin(), types.end());
+  return absl::OkStatus();
+}
+
+Status ReadFuncAttr(OpKernelConstruction* c, const char* attr,
+                    NameAttrList* func) {
+  auto it = c->attrs().find(attr);
+  if (it == c->attrs().end() || !it->second.has_func()) {
+    return errors::InvalidArgument("attr '", attr, "' must be a function");
+  }
+  *func = it->second.func();
+  return absl::OkStatus();
+}
+
+// Input `i` as a dataset.
+StatusOr<DatasetPtr> InputDataset(OpKernelContext* ctx, int i) {
+  StatusOr<DatasetPtr> ds = DatasetFromVariantTensor(ctx->input(i));
+  if (!ds.ok()) {
+    return errors::Prefix(ds.status(), absl::StrCat("input ", i, ": "));
+  }
+  return ds;
+}
+
+StatusOr<int64_t> ScalarInt64(OpKernelContext* ctx, int i, const char* what) {
+  const Tensor& t = ctx->input(i);
+  if (t.dtype() != DT_INT64 || t.dims() != 0) {
+    return errors::InvalidArgument(what, " must be a scalar int64, got ",
+                                   DataTypeString(t.dtype()), " ",
+                                   t.shape().DebugString());
+  }
+  return t.scalar<int64_t>();
+}
+
+// Checks that `ds` produces elements of `dtypes` (`what` names the input).
+Status CheckInputDtypes(const DatasetBase& ds, const DataTypeVector& dtypes,
+                        const std::string& what) {
+  if (ds.output_dtypes() == dtypes) return absl::OkStatus();
+  std::vector<std::string> have, want;
+  for (DataType t : ds.output_dtypes()) have.push_back(DataTypeString(t));
+  for (DataType t : dtypes) want.push_back(DataTypeString(t));
+  return errors::InvalidArgument(what, " ", ds.DebugString(),
+                                 " produces elements of (",
+                                 absl::StrJoin(have, ", "), "), expected (",
+                                 absl::StrJoin(want, ", "), ")");
+}
+
+// Note [Speculative calls cancel only themselves]
+// An executor that fails cancels the cancellation manager of its step. A
+// function call made ahead of the element being returned (parallel map,
+// prefetch) must not cancel the step of the GetNext that lent it the
+// context: its error belongs to a later element. So such calls run under a
+// child manager, cancelled when the step is, but not the other way round.
+class ChildCancellation {
+ public:
+  explicit ChildCancellation(const IteratorContext& parent)
+      : parent_(parent.cancellation_manager), ctx_(parent) {
+    ctx_.cancellation_manager = &child_;
+    if (parent_ == nullptr) return;
+    token_ = parent_->NewToken();
+    if (!parent_->RegisterCallback(token_, [this] { child_.StartCancel(); })) {
+      child_.StartCancel();  // The step is cancelled already.
+      parent_ = nullptr;
+    }
+  }
+  ~ChildCancellation() {
+    if (parent_ != nullptr) parent_->DeregisterCallback(token_);
+  }
+  ChildCancellation(const ChildCancellation&) = delete;
+  ChildCancellation& operator=(const ChildCancellation&) = delete;
+
+  // The parent's context with the child manager.
+  IteratorContext* ctx() { return &ctx_; }
+
+ private:
+  CancellationManager* parent_;
+  CancellationManager child_;
+  IteratorContext ctx_;
+  CancellationManager::Token token_ = 0;
+};
+
+// The kernel of every dataset op here: reads output_types/output_shapes,
+// then MakeDataset builds the dataset from the inputs.
+class DatasetOpKernel : public OpKernel {
+ public:
+  explicit DatasetOpKernel(OpKernelConstruction* c) : OpKernel(c) {
+    OP_REQUIRES_OK(c, ReadElementSpec(c, &spec_));
+  }
+
+  void Compute(OpKernelContext* ctx) final {
+    StatusOr<DatasetPtr> ds = MakeDataset(ctx);
+    OP_REQUIRES_OK(ctx, ds.status());
+    ctx->set_output(0, DatasetToVariantTensor(std::move(*ds)));
+  }
+  bool IsExpensive() const override { return false; }
+
+ protected:
+  virtual StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) = 0;
+  // "MapDataset 'map'": names the dataset in its errors.
+  std::string DatasetName() const {
+    return absl::StrCat(type_string(), " '", name(), "'");
+  }
+
+  ElementSpec spec_;
+};
+
+// A dataset with the element spec its op's attrs give.
+class SpecDataset : public DatasetBase {
+ public:
+  SpecDataset(std::string name, ElementSpec spec)
+      : name_(std::move(name)), spec_(std::move(spec)) {}
+  std::string DebugString() const override { return name_; }
+  const DataTypeVector& output_dtypes() const override { return spec_.dtypes; }
+  const std::vector<PartialTensorShape>& output_shapes() const override {
+    return spec_.shapes;
+  }
+
+ protected:
+  const std::string name_;
+  const ElementSpec spec_;
+};
+
+// The function of a map/filter/flat_map with what its errors say.
+struct ElementFunction {
+  std::shared_ptr<const CapturedFunction> fn;
+  std::string dataset_name;  // "MapDataset 'map'"
+
+  // Runs fn on element `index`; errors name the dataset, fn and index.
+  Status Run(IteratorContext* ctx, int64_t index, std::vector<Tensor> args,
+             std::vector<Tensor>* rets) const {
+    Status s = fn->Run(ctx, std::move(args), rets);
+    if (s.ok()) return s;
+    return errors::Prefix(s, FailurePrefix(index));
+  }
+  std::string FailurePrefix(int64_t index) const {
+    return absl::StrCat(dataset_name, ": function '", fn->name(),
+                        "' failed on element ", index, ": ");
+  }
+  std::string ResultName(int64_t index) const {
+    return absl::StrCat(dataset_name, ": function '", fn->name(),
+                        "' on element ", index);
+  }
+};
+
+// Kernels of ops with (input_dataset, other_arguments..., <num_trailing>
+// scalar inputs) and function attr `func_attr`.
+class FunctionDatasetOpKernel : public DatasetOpKernel {
+ public:
+  FunctionDatasetOpKernel(OpKernelConstruction* c, const char* func_attr,
+                          int num_trailing)
+      : DatasetOpKernel(c), num_trailing_(num_trailing) {
+    OP_REQUIRES_OK(c, ReadFuncAttr(c, func_attr, &func_));
+  }
+
+ protected:
+  // The input dataset and the function with its captured inputs.
+  Status Common(OpKernelContext* ctx, DatasetPtr* input,
+                ElementFunction* fn) const {
+    ASSIGN_OR_RETURN(*input, InputDataset(ctx, 0));
+    std::vector<Tensor> captured;
+    for (int i = 1; i < ctx->num_inputs() - num_trailing_; ++i) {
+      captured.push_back(ctx->input(i));
+    }
+    fn->fn =
+        std::make_shared<const CapturedFunction>(func_, std::move(captured));
+    fn->dataset_name = DatasetName();
+    return absl::OkStatus();
+  }
+
+ private:
+  NameAttrList func_;
+  const int num_trailing_;
+};
+
+// ---------------------------------------------------------------------------
+// MapDataset
+
+// f(element) per element, in order. When f fails with OutOfRange the
+// sequence ends, unless preserve_cardinality (then it is InvalidArgument),
+// as in TensorFlow.
+class MapIterator : public IteratorBase {
+ public:
+  MapIterator(std::unique_ptr<IteratorBase> input, ElementFunction fn,
+              ElementSpec spec, bool preserve_cardinality)
+      : input_(std::move(input)),
+        fn_(std::move(fn)),
+        spec_(std::move(spec)),
+        preserve_cardinality_(preserve_cardinality) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    *end = false;
+    if (ended_) {
+      *end = true;
+      return absl::OkStatus();
+    }
+    std::vector<Tensor> in;
+    RETURN_IF_ERROR(input_->GetNext(ctx, &in, end));
+    if (*end) {
+      ended_ = true;
+      return absl::OkStatus();
+    }
+    const int64_t index = index_++;
+    std::vector<Tensor> rets;
+    Status s = fn_.Run(ctx, index, std::move(in), &rets);
+    if (absl::IsOutOfRange(s)) {
+      if (preserve_cardinality_) {
+        return errors::InvalidArgument(s.message());
+      }
+      ended_ = true;
+      *end = true;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(s);
+    RETURN_IF_ERROR(
+        CheckElement(rets, spec_.dtypes, spec_.shapes, fn_.ResultName(index)));
+    *out = std::move(rets);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+  const ElementFunction fn_;
+  const ElementSpec spec_;
+  const bool preserve_cardinality_;
+  int64_t index_ = 0;
+  bool ended_ = false;
+};
+
+class MapDataset : public SpecDataset {
+ public:
+  MapDataset(std::string name, ElementSpec spec, DatasetPtr input,
+             ElementFunction fn, bool preserve_cardinality,
+             int64_t num_parallel_calls)
+      : SpecDataset(std::move(name), std::move(spec)),
+        input_(std::move(input)),
+        fn_(std::move(fn)),
+        preserve_cardinality_(preserve_cardinality),
+        num_parallel_calls_(num_parallel_calls) {}
+
+  int64_t Cardinality() const override {
+    return preserve_cardinality_ ? input_->Cardinality() : kUnknownCardinality;
+  }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override;
+
+ private:
+  const DatasetPtr input_;
+  const ElementFunction fn_;
+  const bool preserve_cardinality_;
+  // 0 for MapDataset (sequential).
+  const int64_t num_parallel_calls_;
+};
+
+REGISTER_OP("MapDataset")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Output("handle: variant")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("use_inter_op_parallelism: bool = true")
+    .Attr("preserve_cardinality: bool = false")
+    .Attr("force_synchronous: bool = false")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Creates a dataset that applies `f` to the outputs of "
+        "`input_dataset`.\n"
+        "f(element components..., other_arguments...) must return tensors "
+        "of output_types with shapes compatible with output_shapes. If f "
+        "fails with OutOfRange the dataset ends there, unless "
+        "preserve_cardinality (then it is an InvalidArgument).");
+
+class MapDatasetKernel : public FunctionDatasetOpKernel {
+ public:
+  explicit MapDatasetKernel(OpKernelConstruction* c)
+      : FunctionDatasetOpKernel(c, "f", 0) {
+    OP_REQUIRES_OK(c, c->GetAttr("preserve_cardinality", &preserve_));
+  }
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    DatasetPtr input;
+    ElementFunction fn;
+    RETURN_IF_ERROR(Common(ctx, &input, &fn));
+    return std::make_shared<MapDataset>(DatasetName(), spec_, std::move(input),
+                                        std::move(fn), preserve_, 0);
+  }
+
+ private:
+  bool preserve_ = false;
+};
+REGISTER_KERNEL_BUILDER(Name("MapDataset").Device(kDeviceCpu),
+                        MapDatasetKernel);
+REGISTER_NO_GRADIENT("MapDataset", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// ParallelMapDatasetV2 (Note [Iterators borrow their context])
+
+class ParallelMapIterator : public IteratorBase {
+ public:
+  ParallelMapIterator(std::unique_ptr<IteratorBase> input, ElementFunction fn,
+                      ElementSpec spec, bool preserve_cardinality,
+                      int num_parallel_calls)
+      : input_(std::move(input)),
+        fn_(std::move(fn)),
+        spec_(std::move(spec)),
+        preserve_cardinality_(preserve_cardinality),
+        num_parallel_calls_(num_parallel_calls) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    *end = false;
+    if (buffer_.empty() && !input_ended_) RunBatch(ctx);
+    if (buffer_.empty()) {
+      *end = true;
+      return absl::OkStatus();
+    }
+    Result r = std::move(buffer_.front());
+    buffer_.pop_front();
+    if (absl::IsOutOfRange(r.status) && r.from_function) {
+      if (preserve_cardinality_) {
+        return errors::InvalidArgument(r.status.message());
+      }
+      // The sequence ends at the first such element (TF's map semantics).
+      buffer_.clear();
+      input_ended_ = true;
+      *end = true;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(r.status);
+    *out = std::move(r.element);
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Result {
+    Status status;
+    std::vector<Tensor> element;
+    bool from_function = false;
+  };
+
+  // Pulls up to num_parallel_calls_ input elements and maps them at once;
+  // returns when every call is done (their results, in order, in buffer_).
+  void RunBatch(IteratorContext* ctx) {
+    std::vector<std::vector<Tensor>> inputs;
+    Status input_error;
+    while (static_cast<int>(inputs.size()) < num_parallel_calls_) {
+      std::vector<Tensor> in;
+      bool end = false;
+      input_error = input_->GetNext(ctx, &in, &end);
+      if (!input_error.ok()) break;
+      if (end) {
+        input_ended_ = true;
+        break;
+      }
+      inputs.push_back(std::move(in));
+    }
+    const size_t n = inputs.size();
+    std::vector<Result> results(n);
+    const int64_t first_index = index_;
+    index_ += static_cast<int64_t>(n);
+    auto call = [&](size_t i) {
+      std::vector<Tensor> rets;
+      const int64_t index = first_index + static_cast<int64_t>(i);
+      ChildCancellation cancel(*ctx);
+      Status s = fn_.Run(cancel.ctx(), index, std::move(inputs[i]), &rets);
+      if (s.ok()) {
+        s = CheckElement(rets, spec_.dtypes, spec_.shapes,
+                         fn_.ResultName(index));
+      }
+      results[i].from_function = true;
+      results[i].status = s;
+      results[i].element = std::move(rets);
+    };
+    if (n > 1) {
+      if (pool_ == nullptr) {
+        pool_ = std::make_unique<ThreadPool>("parallel_map",
+                                             num_parallel_calls_ - 1);
+      }
+      absl::BlockingCounter pending(static_cast<int>(n - 1));
+      for (size_t i = 1; i < n; ++i) {
+        pool_->Schedule([&, i] {
+          call(i);
+          pending.DecrementCount();
+        });
+      }
+      call(0);
+      pending.Wait();
+    } else if (n == 1) {
+      call(0);
+    }
+    for (Result& r : results) buffer_.push_back(std::move(r));
+    if (!input_error.ok()) buffer_.push_back({input_error, {}, false});
+  }
+
+  std::unique_ptr<IteratorBase> input_;
+  const ElementFunction fn_;
+  const ElementSpec spec_;
+  const bool preserve_cardinality_;
+  const int num_parallel_calls_;
+  std::unique_ptr<ThreadPool> pool_;  // Made on the first batch of two.
+  std::deque<Result> buffer_;
+  int64_t index_ = 0;
+  bool input_ended_ = false;
+};
+
+StatusOr<std::unique_ptr<IteratorBase>> MapDataset::MakeIterator() const {
+  ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, input_->MakeIterator());
+  if (num_parallel_calls_ > 1) {
+    return std::unique_ptr<IteratorBase>(std::make_unique<ParallelMapIterator>(
+        std::move(input), fn_, spec_, preserve_cardinality_,
+        static_cast<int>(num_parallel_calls_)));
+  }
+  return std::unique_ptr<IteratorBase>(std::make_unique<MapIterator>(
+      std::move(input), fn_, spec_, preserve_cardinality_));
+}
+
+REGISTER_OP("ParallelMapDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Input("num_parallel_calls: int64")
+    .Output("handle: variant")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("use_inter_op_parallelism: bool = true")
+    .Attr("deterministic: string = 'default'")
+    .Attr("preserve_cardinality: bool = false")
+    .Attr("metadata: string = ''")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialTensorShape unused;
+      RETURN_IF_ERROR(c->WithRank(c->num_inputs() - 1, 0, &unused));
+      return shape_fns::ScalarShape(c);
+    })
+    .Doc(
+        "Creates a dataset that applies `f` to the outputs of "
+        "`input_dataset`, up to `num_parallel_calls` calls at once.\n"
+        "The elements are those of MapDataset, in the same order "
+        "(`deterministic` = \"true\", \"false\" or \"default\" is accepted; "
+        "order is always kept). num_parallel_calls must be positive, or -1 "
+        "(autotune: one call per CPU core, at most 16).");
+
+class ParallelMapDatasetV2Kernel : public FunctionDatasetOpKernel {
+ public:
+  explicit ParallelMapDatasetV2Kernel(OpKernelConstruction* c)
+      : FunctionDatasetOpKernel(c, "f", 1) {
+    OP_REQUIRES_OK(c, c->GetAttr("preserve_cardinality", &preserve_));
+    std::string deterministic;
+    OP_REQUIRES_OK(c, c->GetAttr("deterministic", &deterministic));
+    OP_REQUIRES(
+        c,
+        deterministic == "true" || deterministic == "false" ||
+            deterministic == "default",
+        errors::InvalidArgument("deterministic must be \"true\", \"false\" or "
+                                "\"default\", got \"",
+                                deterministic, "\""));
+  }
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(int64_t n, ScalarInt64(ctx, ctx->num_inputs() - 1,
+                                            "num_parallel_calls"));
+    if (n <= 0 && n != -1) {
+      return errors::InvalidArgument(
+          "num_parallel_calls must be greater than zero (or -1 to "
+          "autotune), got ",
+          n);
+    }
+    if (n == -1) {
+      n = std::clamp<int64_t>(std::thread::hardware_concurrency(), 1, 16);
+    }
+    // More threads than this only queue behind one another.
+    n = std::min<int64_t>(n, 64);
+    DatasetPtr input;
+    ElementFunction fn;
+    RETURN_IF_ERROR(Common(ctx, &input, &fn));
+    return std::make_shared<MapDataset>(DatasetName(), spec_, std::move(input),
+                                        std::move(fn), preserve_, n);
+  }
+
+ private:
+  bool preserve_ = false;
+};
+REGISTER_KERNEL_BUILDER(Name("ParallelMapDatasetV2").Device(kDeviceCpu),
+                        ParallelMapDatasetV2Kernel);
+REGISTER_NO_GRADIENT("ParallelMapDatasetV2", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// FilterDataset
+
+class FilterIterator : public IteratorBase {
+ public:
+  FilterIterator(std::unique_ptr<IteratorBase> input, ElementFunction fn)
+      : input_(std::move(input)), fn_(std::move(fn)) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    while (true) {
+      RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
+      if (*end) return absl::OkStatus();
+      const int64_t index = index_++;
+      std::vector<Tensor> rets;
+      RETURN_IF_ERROR(fn_.Run(ctx, index, *out, &rets));
+      if (rets.size() != 1 || rets[0].dtype() != DT_BOOL ||
+          rets[0].dims() != 0) {
+        out->clear();
+        return errors::InvalidArgument(
+            fn_.ResultName(index),
+            ": a filter predicate must return a scalar bool, got ",
+            rets.size() == 1 ? absl::StrCat(DataTypeString(rets[0].dtype()),
+                                            " ", rets[0].shape().DebugString())
+                             : absl::StrCat(rets.size(), " results"));
+      }
+      if (rets[0].scalar<bool>()) return absl::OkStatus();
+    }
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+  const ElementFunction fn_;
+  int64_t index_ = 0;
+};
+
+class FilterDataset : public SpecDataset {
+ public:
+  FilterDataset(std::string name, ElementSpec spec, DatasetPtr input,
+                ElementFunction fn)
+      : SpecDataset(std::move(name), std::move(spec)),
+        input_(std::move(input)),
+        fn_(std::move(fn)) {}
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
+    return std::unique_ptr<IteratorBase>(
+        std::make_unique<FilterIterator>(std::move(in), fn_));
+  }
+
+ private:
+  const DatasetPtr input_;
+  const ElementFunction fn_;
+};
+
+REGISTER_OP("FilterDataset")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Output("handle: variant")
+    .Attr("predicate: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Creates a dataset containing elements of `input_dataset` matching "
+        "`predicate`.\n"
+        "predicate(element components..., other_arguments...) must return a "
+        "scalar bool; anything else is an InvalidArgument naming the "
+        "element.");
+
+class FilterDatasetKernel : public FunctionDatasetOpKernel {
+ public:
+  explicit FilterDatasetKernel(OpKernelConstruction* c)
+      : FunctionDatasetOpKernel(c, "predicate", 0) {}
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    DatasetPtr input;
+    ElementFunction fn;
+    RETURN_IF_ERROR(Common(ctx, &input, &fn));
+    RETURN_IF_ERROR(CheckInputDtypes(*input, spec_.dtypes, "input_dataset"));
+    return std::make_shared<FilterDataset>(DatasetName(), spec_,
+                                           std::move(input), std::move(fn));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("FilterDataset").Device(kDeviceCpu),
+                        FilterDatasetKernel);
+REGISTER_NO_GRADIENT("FilterDataset", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// FlatMapDataset
+
+// f(element) returns a dataset; its elements follow one another.
+class FlatMapIterator : public IteratorBase {
+ public:
+  FlatMapIterator(std::unique_ptr<IteratorBase> input, ElementFunction fn,
+                  ElementSpec spec)
+      : input_(std::move(input)), fn_(std::move(fn)), spec_(std::move(spec)) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    while (true) {
+      if (current_ != nullptr) {
+        RETURN_IF_ERROR(current_->GetNext(ctx, out, end));
+        if (!*end) {
+          return CheckElement(*out, spec_.dtypes, spec_.shapes,
+                              fn_.ResultName(index_ - 1));
+        }
+        current_.reset();
+      }
+      std::vector<Tensor> in;
+      RETURN_IF_ERROR(input_->GetNext(ctx, &in, end));
+      if (*end) return absl::OkStatus();
+      const int64_t index = index_++;
+      std::vector<Tensor> rets;
+      RETURN_IF_ERROR(fn_.Run(ctx, index, std::move(in), &rets));
+      if (rets.size() != 1) {
+        return errors::InvalidArgument(fn_.ResultName(index),
+                                       ": a flat_map function must return "
+                                       "one dataset, got ",
+                                       rets.size(), " results");
+      }
+      StatusOr<DatasetPtr> ds = DatasetFromVariantTensor(rets[0]);
+      if (!ds.ok()) {
+        return errors::Prefix(ds.status(),
+                              absl::StrCat(fn_.ResultName(index), ": "));
+      }
+      RETURN_IF_ERROR(CheckInputDtypes(**ds, spec_.dtypes,
+                                       fn_.ResultName(index) + " returned"));
+      ASSIGN_OR_RETURN(current_, (*ds)->MakeIterator());
+      *end = false;
+    }
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+  const ElementFunction fn_;
+  const ElementSpec spec_;
+  std::unique_ptr<IteratorBase> current_;
+  int64_t index_ = 0;
+};
+
+class FlatMapDataset : public SpecDataset {
+ public:
+  FlatMapDataset(std::string name, ElementSpec spec, DatasetPtr input,
+                 ElementFunction fn)
+      : SpecDataset(std::move(name), std::move(spec)),
+        input_(std::move(input)),
+        fn_(std::move(fn)) {}
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
+    return std::unique_ptr<IteratorBase>(
+        std::make_unique<FlatMapIterator>(std::move(in), fn_, spec_));
+  }
+
+ private:
+  const DatasetPtr input_;
+  const ElementFunction fn_;
+};
+
+REGISTER_OP("FlatMapDataset")
+    .Input("input_dataset: variant")
+    .Input("other_arguments: Targuments")
+    .Output("handle: variant")
+    .Attr("f: func")
+    .Attr("Targuments: list(type) >= 0")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Creates a dataset that applies `f` to the outputs of "
+        "`input_dataset` and flattens the datasets it returns.\n"
+        "f(element components..., other_arguments...) must return one "
+        "dataset (a scalar variant) whose elements match output_types and "
+        "output_shapes; their elements follow one another.");
+
+class FlatMapDatasetKernel : public FunctionDatasetOpKernel {
+ public:
+  explicit FlatMapDatasetKernel(OpKernelConstruction* c)
+      : FunctionDatasetOpKernel(c, "f", 0) {}
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    DatasetPtr input;
+    ElementFunction fn;
+    RETURN_IF_ERROR(Common(ctx, &input, &fn));
+    return std::make_shared<FlatMapDataset>(DatasetName(), spec_,
+                                            std::move(input), std::move(fn));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("FlatMapDataset").Device(kDeviceCpu),
+                        FlatMapDatasetKernel);
+REGISTER_NO_GRADIENT("FlatMapDataset", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// ShuffleDataset, ShuffleDatasetV2, ShuffleDatasetV3
+//
+// Note [Shuffle seeds]
+// A buffer of buffer_size elements; each GetNext tops it up from the input
+// and returns one element of it chosen at random (TF's algorithm). The
+// random engine (std::mt19937_64) of an iterator is seeded from (seed,
+// seed2, epoch): the same nonzero seeds give the same orders in every
+// process. With reshuffle_each_iteration, epoch counts the iterators made
+// from datasets of the same kernel (TF's seed generator resource), so each
+// epoch differs; without it, epoch is always 0. Seeds (0, 0) are replaced
+// by random ones, drawn once per kernel.
+
+struct SeedState {
+  int64_t seed = 0;
+  int64_t seed2 = 0;
+  bool reshuffle = true;
+  std::shared_ptr<std::atomic<int64_t>> epochs;
+};
+
+class ShuffleIterator : public IteratorBase {
+ public:
+  ShuffleIterator(std::unique_ptr<IteratorBase> input, int64_t buffer_size,
+                  uint64_t seed, uint64_t seed2, uint64_t epoch)
+      : input_(std::move(input)), buffer_size_(buffer_size) {
+    std::seed_seq seq{
+        static_cast<uint32_t>(seed),  static_cast<uint32_t>(seed >> 32),
+        static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32),
+        static_cast<uint32_t>(epoch), static_cast<uint32_t>(epoch >> 32)};
+    rng_.seed(seq);
+  }
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    *end = false;
+    while (!input_ended_ &&
+           (buffer_size_ < 0 ||
+            static_cast<int64_t>(buffer_.size()) < buffer_size_)) {
+      std::vector<Tensor> in;
+      bool in_end = false;
+      RETURN_IF_ERROR(input_->GetNext(ctx, &in, &in_end));
+      if (in_end) {
+        input_ended_ = true;
+        break;
+      }
+      buffer_.push_back(std::move(in));
+    }
+    if (buffer_.empty()) {
+      *end = true;
+      return absl::OkStatus();
+    }
+    const size_t i = static_cast<size_t>(rng_() % buffer_.size());
+    std::swap(buffer_[i], buffer_.back());
+    *out = std::move(buffer_.back());
+    buffer_.pop_back();
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+  const int64_t buffer_size_;  // -1: the whole input.
+  std::mt19937_64 rng_;
+  std::vector<std::vector<Tensor>> buffer_;
+  bool input_ended_ = false;
+};
+
+class ShuffleDataset : public SpecDataset {
+ public:
+  ShuffleDataset(std::string name, ElementSpec spec, DatasetPtr input,
+                 int64_t buffer_size, SeedState seeds)
+      : SpecDataset(std::move(name), std::move(spec)),
+        input_(std::move(input)),
+        buffer_size_(buffer_size),
+        seeds_(std::move(seeds)) {}
+
+  int64_t Cardinality() const override { return input_->Cardinality(); }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
+    const int64_t epoch = seeds_.reshuffle ? seeds_.epochs->fetch_add(1) : 0;
+    return std::unique_ptr<IteratorBase>(std::make_unique<ShuffleIterator>(
+        std::move(in), buffer_size_, static_cast<uint64_t>(seeds_.seed),
+        static_cast<uint64_t>(seeds_.seed2), static_cast<uint64_t>(epoch)));
+  }
+
+ private:
+  const DatasetPtr input_;
+  const int64_t buffer_size_;
+  const SeedState seeds_;
+};
+
+// The three versions differ in where the seeds come from: inputs seed and
+// seed2 (V1, V3) or none (V2, whose seed_generator resource TF's Python
+// makes with random seeds). The seed_generator input is accepted and not
+// read.
+class ShuffleDatasetKernel : public DatasetOpKernel {
+ public:
+  explicit ShuffleDatasetKernel(OpKernelConstruction* c) : DatasetOpKernel(c) {
+    has_seeds_ = type_string() != "ShuffleDatasetV2";
+    if (c->HasAttr("reshuffle_each_iteration")) {
+      OP_REQUIRES_OK(c, c->GetAttr("reshuffle_each_iteration", &reshuffle_));
+    }
+    std::random_device rd;
+    random_seed_ = (static_cast<int64_t>(rd()) << 32) | rd();
+    random_seed2_ = (static_cast<int64_t>(rd()) << 32) | rd();
+  }
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(DatasetPtr input, InputDataset(ctx, 0));
+    ASSIGN_OR_RETURN(int64_t buffer_size, ScalarInt64(ctx, 1, "buffer_size"));
+    if (buffer_size <= 0 && buffer_size != -1) {
+      return errors::InvalidArgument(
+          "buffer_size must be greater than zero (or -1 for the whole "
+          "input), got ",
+          buffer_size);
+    }
+    SeedState seeds;
+    seeds.reshuffle = reshuffle_;
+    seeds.epochs = epochs_;
+    if (has_seeds_) {
+      ASSIGN_OR_RETURN(seeds.seed, ScalarInt64(ctx, 2, "seed"));
+      ASSIGN_OR_RETURN(seeds.seed2, ScalarInt64(ctx, 3, "seed2"));
+    }
+    if (seeds.seed == 0 && seeds.seed2 == 0) {
+      seeds.seed = random_seed_;
+      seeds.seed2 = random_seed2_;
+    }
+    RETURN_IF_ERROR(CheckInputDtypes(*input, spec_.dtypes, "input_dataset"));
+    return std::make_shared<ShuffleDataset>(
+        DatasetName(), spec_, std::move(input), buffer_size, std::move(seeds));
+  }
+
+ private:
+  bool has_seeds_ = true;
+  bool reshuffle_ = true;
+  int64_t random_seed_ = 0, random_seed2_ = 0;
+  const std::shared_ptr<std::atomic<int64_t>> epochs_ =
+      std::make_shared<std::atomic<int64_t>>(0);
+};
+
+Status ScalarInputsShape(InferenceContext* c) {
+  PartialTensorShape unused;
+  for (int i = 1; i < c->num_inputs(); ++i) {
+    RETURN_IF_ERROR(c->WithRank(i, 0, &unused));
+  }
+  return shape_fns::ScalarShape(c);
+}
+
+constexpr char kShuffleDoc[] =
+    "Creates a dataset that shuffles elements from `input_dataset` "
+    "pseudorandomly.\n"
+    "A buffer of `buffer_size` elements (-1: the whole input) is kept "
+    "full from the input and each element is drawn from it at random. The "
+    "order is the same for the same nonzero (seed, seed2); seeds (0, 0) "
+    "mean random seeds. With `reshuffle_each_iteration` every iterator "
+    "(epoch) gets another order.";
+
+REGISTER_OP("ShuffleDataset")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Output("handle: variant")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarInputsShape)
+    .Doc(kShuffleDoc);
+
+REGISTER_OP("ShuffleDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed_generator: resource")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarInputsShape)
+    .Doc(
+        "Creates a dataset that shuffles elements from `input_dataset` "
+        "pseudorandomly.\n"
+        "Like ShuffleDataset with random seeds and reshuffling each "
+        "iteration; `seed_generator` is accepted and not read.");
+
+REGISTER_OP("ShuffleDatasetV3")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Input("seed: int64")
+    .Input("seed2: int64")
+    .Input("seed_generator: resource")
+    .Output("handle: variant")
+    .Attr("reshuffle_each_iteration: bool = true")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarInputsShape)
+    .Doc(kShuffleDoc);
+
+REGISTER_KERNEL_BUILDER(Name("ShuffleDataset").Device(kDeviceCpu),
+                        ShuffleDatasetKernel);
+REGISTER_KERNEL_BUILDER(Name("ShuffleDatasetV2").Device(kDeviceCpu),
+                        ShuffleDatasetKernel);
+REGISTER_KERNEL_BUILDER(Name("ShuffleDatasetV3").Device(kDeviceCpu),
+                        ShuffleDatasetKernel);
+REGISTER_NO_GRADIENT("ShuffleDataset", "datasets are variant handles");
+REGISTER_NO_GRADIENT("ShuffleDatasetV2", "datasets are variant handles");
+REGISTER_NO_GRADIENT("ShuffleDatasetV3", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// PrefetchDataset (Note [Iterators borrow their context])
+
+class PrefetchIterator : public IteratorBase {
+ public:
+  PrefetchIterator(std::unique_ptr<IteratorBase> input, int64_t capacity)
+      : input_(std::move(input)), capacity_(static_cast<size_t>(capacity)) {}
+
+  ~PrefetchIterator() override {
+    {
+      absl::MutexLock l(&mu_);
+      cancelled_ = true;
+      cv_.SignalAll();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    *end = false;
+    absl::MutexLock l(&mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Produce(); });
+    lease_ = ctx;
+    cv_.SignalAll();
+    while (buffer_.empty() && !input_ended_) cv_.Wait(&mu_);
+    // Take the context back before returning (it dies with this call).
+    lease_ = nullptr;
+    while (busy_) cv_.Wait(&mu_);
+    if (buffer_.empty()) {
+      *end = true;
+      return absl::OkStatus();
+    }
+    Result r = std::move(buffer_.front());
+    buffer_.pop_front();
+    cv_.SignalAll();
+    RETURN_IF_ERROR(r.status);
+    *out = std::move(r.element);
+    return absl::OkStatus();
+  }
+
+ private:
+  struct Result {
+    Status status;
+    std::vector<Tensor> element;
+  };
+
+  void Produce() {
+    mu_.Lock();
+    while (true) {
+      while (!cancelled_ &&
+             (lease_ == nullptr || input_ended_ || buffer_.size() >= capacity_))
+        cv_.Wait(&mu_);
+      if (cancelled_) break;
+      IteratorContext* ctx = lease_;
+      busy_ = true;
+      Result r;
+      bool end = false;
+      mu_.Unlock();
+      {
+        ChildCancellation cancel(*ctx);
+        r.status = input_->GetNext(cancel.ctx(), &r.element, &end);
+      }
+      mu_.Lock();
+      busy_ = false;
+      if (r.status.ok() && end) {
+        input_ended_ = true;
+      } else {
+        buffer_.push_back(std::move(r));
+      }
+      cv_.SignalAll();
+    }
+    mu_.Unlock();
+  }
+
+  std::unique_ptr<IteratorBase> input_;  // Used by the producer only.
+  const size_t capacity_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<Result> buffer_ ABSL_GUARDED_BY(mu_);
+  IteratorContext* lease_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool input_ended_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+class PrefetchDataset : public SpecDataset {
+ public:
+  PrefetchDataset(std::string name, ElementSpec spec, DatasetPtr input,
+                  int64_t buffer_size)
+      : SpecDataset(std::move(name), std::move(spec)),
+        input_(std::move(input)),
+        buffer_size_(buffer_size) {}
+
+  int64_t Cardinality() const override { return input_->Cardinality(); }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
+    if (buffer_size_ == 0) return in;  // No prefetching.
+    return std::unique_ptr<IteratorBase>(
+        std::make_unique<PrefetchIterator>(std::move(in), buffer_size_));
+  }
+
+ private:
+  const DatasetPtr input_;
+  const int64_t buffer_size_;
+};
+
+// What buffer_size -1 (autotune) becomes.
+constexpr int64_t kAutotunePrefetch = 4;
+
+REGISTER_OP("PrefetchDataset")
+    .Input("input_dataset: variant")
+    .Input("buffer_size: int64")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("slack_period: int = 0")
+    .Attr("legacy_autotune: bool = true")
+    .Attr("buffer_size_min: int = 0")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarInputsShape)
+    .Doc(
+        "Creates a dataset that asynchronously prefetches elements from "
+        "`input_dataset`.\n"
+        "A background thread keeps up to `buffer_size` elements buffered "
+        "(0: none, -1: autotune, a small fixed size here); elements and "
+        "errors come in the input's order.");
+
+class PrefetchDatasetKernel : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(DatasetPtr input, InputDataset(ctx, 0));
+    ASSIGN_OR_RETURN(int64_t buffer_size, ScalarInt64(ctx, 1, "buffer_size"));
+    if (buffer_size < 0 && buffer_size != -1) {
+      return errors::InvalidArgument(
+          "buffer_size must be >= 0 or set buffer_size to be -1 for "
+          "auto-tuning, got ",
+          buffer_size);
+    }
+    if (buffer_size == -1) buffer_size = kAutotunePrefetch;
+    // A bound on memory for a hostile size; prefetching far ahead gains
+    // nothing.
+    buffer_size = std::min<int64_t>(buffer_size, 1 << 16);
+    RETURN_IF_ERROR(CheckInputDtypes(*input, spec_.dtypes, "input_dataset"));
+    return std::make_shared<PrefetchDataset>(DatasetName(), spec_,
+                                             std::move(input), buffer_size);
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("PrefetchDataset").Device(kDeviceCpu),
+                        PrefetchDatasetKernel);
+REGISTER_NO_GRADIENT("PrefetchDataset", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// ZipDataset
+
+class ZipIterator : public IteratorBase {
+ public:
+  explicit ZipIterator(std::vector<std::unique_ptr<IteratorBase>> inputs)
+      : inputs_(std::move(inputs)) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    *end = ended_;
+    if (ended_) return absl::OkStatus();
+    std::vector<Tensor> element;
+    for (auto& in : inputs_) {
+      std::vector<Tensor> part;
+      RETURN_IF_ERROR(in->GetNext(ctx, &part, end));
+      if (*end) {
+        ended_ = true;
+        return absl::OkStatus();
+      }
+      for (Tensor& t : part) element.push_back(std::move(t));
+    }
+    *out = std::move(element);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::unique_ptr<IteratorBase>> inputs_;
+  bool ended_ = false;
+};
+
+class ZipDataset : public SpecDataset {
+ public:
+  ZipDataset(std::string name, ElementSpec spec, std::vector<DatasetPtr> inputs)
+      : SpecDataset(std::move(name), std::move(spec)),
+        inputs_(std::move(inputs)) {}
+
+  // The shortest input's; an unknown input makes it unknown.
+  int64_t Cardinality() const override {
+    int64_t result = kInfiniteCardinality;
+    for (const DatasetPtr& in : inputs_) {
+      const int64_t n = in->Cardinality();
+      if (n == kUnknownCardinality) return kUnknownCardinality;
+      if (n != kInfiniteCardinality &&
+          (result == kInfiniteCardinality || n < result)) {
+        result = n;
+      }
+    }
+    return result;
+  }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    std::vector<std::unique_ptr<IteratorBase>> its;
+    for (const DatasetPtr& in : inputs_) {
+      ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, in->MakeIterator());
+      its.push_back(std::move(it));
+    }
+    return std::unique_ptr<IteratorBase>(
+        std::make_unique<ZipIterator>(std::move(its)));
+  }
+
+ private:
+  const std::vector<DatasetPtr> inputs_;
+};
+
+REGISTER_OP("ZipDataset")
+    .Input("input_datasets: N * variant")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("N: int >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Creates a dataset that zips together `input_datasets`.\n"
+        "Element k is the components of element k of every input, in "
+        "order; the dataset ends with its shortest input.");
+
+class ZipDatasetKernel : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    std::vector<DatasetPtr> inputs;
+    DataTypeVector dtypes;
+    for (int i = 0; i < ctx->num_inputs(); ++i) {
+      ASSIGN_OR_RETURN(DatasetPtr in, InputDataset(ctx, i));
+      for (DataType t : in->output_dtypes()) dtypes.push_back(t);
+      inputs.push_back(std::move(in));
+    }
+    if (dtypes != spec_.dtypes) {
+      return errors::InvalidArgument(
+          "the zipped inputs produce ", dtypes.size(),
+          " components whose dtypes differ from output_types (",
+          spec_.dtypes.size(), " components)");
+    }
+    return std::make_shared<ZipDataset>(DatasetName(), spec_,
+                                        std::move(inputs));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("ZipDataset").Device(kDeviceCpu),
+                        ZipDatasetKernel);
+REGISTER_NO_GRADIENT("ZipDataset", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// ConcatenateDataset
+
+class ConcatenateIterator : public IteratorBase {
+ public:
+  ConcatenateIterator(std::unique_ptr<IteratorBase> first, DatasetPtr second)
+      : current_(std::move(first)), second_(std::move(second)) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    while (true) {
+      if (current_ == nullptr) {
+        out->clear();
+        *end = true;
+        return absl::OkStatus();
+      }
+      RETURN_IF_ERROR(current_->GetNext(ctx, out, end));
+      if (!*end) return absl::OkStatus();
+      current_.reset();
+      if (second_ != nullptr) {
+        ASSIGN_OR_RETURN(current_, second_->MakeIterator());
+        second_.reset();
+      }
+    }
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> current_;
+  DatasetPtr second_;  // Null once its iterator is made.
+};
+
+class ConcatenateDataset : public SpecDataset {
+ public:
+  ConcatenateDataset(std::string name, ElementSpec spec, DatasetPtr first,
+                     DatasetPtr second)
+      : SpecDataset(std::move(name), std::move(spec)),
+        first_(std::move(first)),
+        second_(std::move(second)) {}
+
+  int64_t Cardinality() const override {
+    const int64_t a = first_->Cardinality(), b = second_->Cardinality();
+    if (a == kInfiniteCardinality || b == kInfiniteCardinality) {
+      return kInfiniteCardinality;
+    }
+    if (a == kUnknownCardinality || b == kUnknownCardinality) {
+      return kUnknownCardinality;
+    }
+    return a + b;
+  }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, first_->MakeIterator());
+    return std::unique_ptr<IteratorBase>(
+        std::make_unique<ConcatenateIterator>(std::move(in), second_));
+  }
+
+ private:
+  const DatasetPtr first_, second_;
+};
+
+REGISTER_OP("ConcatenateDataset")
+    .Input("input_dataset: variant")
+    .Input("another_dataset: variant")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Creates a dataset that concatenates `input_dataset` with "
+        "`another_dataset`.\n"
+        "Both must produce elements of output_types.");
+
+class ConcatenateDatasetKernel : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(DatasetPtr first, InputDataset(ctx, 0));
+    ASSIGN_OR_RETURN(DatasetPtr second, InputDataset(ctx, 1));
+    RETURN_IF_ERROR(CheckInputDtypes(*first, spec_.dtypes, "input_dataset"));
+    RETURN_IF_ERROR(CheckInputDtypes(*second, spec_.dtypes, "another_dataset"));
+    return std::make_shared<ConcatenateDataset>(
+        DatasetName(), spec_, std::move(first), std::move(second));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("ConcatenateDataset").Device(kDeviceCpu),
+                        ConcatenateDatasetKernel);
+REGISTER_NO_GRADIENT("ConcatenateDataset", "datasets are variant handles");
+
+// ---------------------------------------------------------------------------
+// CacheDataset, CacheDatasetV2 (in memory)
+//
+// The first iterator that reads the whole input publishes what it read;
+// iterators made after that read the cache. An iterator that stops early
+// or fails publishes nothing (TF discards a partial cache too).
+
+struct MemoryCache {
+  absl::Mutex mu;
+  std::shared_ptr<const std::vector<std::vector<Tensor>>> elements
+      ABSL_GUARDED_BY(mu);
+};
+
+class CacheWriterIterator : public IteratorBase {
+ public:
+  CacheWriterIterator(std::unique_ptr<IteratorBase> input,
+                      std::shared_ptr<MemoryCache> cache)
+      : input_(std::move(input)), cache_(std::move(cache)) {}
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    if (ended_) {
+      out->clear();
+      *end = true;
+      return absl::OkStatus();
+    }
+    Status s = input_->GetNext(ctx, out, end);
+    if (!s.ok()) {
+      failed_ = true;
+      return s;
+    }
+    if (!*end) {
+      read_.push_back(*out);
+      return absl::OkStatus();
+    }
+    ended_ = true;
+    if (!failed_) {
+      absl::MutexLock l(&cache_->mu);
+      if (cache_->elements == nullptr) {
+        cache_->elements =
+            std::make_shared<const std::vector<std::vector<Tensor>>>(
+                std::move(read_));
+      }
+    }
+    read_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<IteratorBase> input_;
+  std::shared_ptr<MemoryCache> cache_;
+  std::vector<std::vector<Tensor>> read_;
+  bool failed_ = false;
+  bool ended_ = false;
+};
+
+class CacheReaderIterator : public IteratorBase {
+ public:
+  explicit CacheReaderIterator(
+      std::shared_ptr<const std::vector<std::vector<Tensor>>> elements)
+      : elements_(std::move(elements)) {}
+
+  Status GetNext(IteratorContext*, std::vector<Tensor>* out,
+                 bool* end) override {
+    *end = next_ >= elements_->size();
+    if (*end) {
+      out->clear();
+    } else {
+      *out = (*elements_)[next_++];
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  const std::shared_ptr<const std::vector<std::vector<Tensor>>> elements_;
+  size_t next_ = 0;
+};
+
+class CacheDataset : public SpecDataset {
+ public:
+  CacheDataset(std::string name, ElementSpec spec, DatasetPtr input)
+      : SpecDataset(std::move(name), std::move(spec)),
+        input_(std::move(input)) {}
+
+  int64_t Cardinality() const override { return input_->Cardinality(); }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    {
+      absl::MutexLock l(&cache_->mu);
+      if (cache_->elements != nullptr) {
+        return std::unique_ptr<IteratorBase>(
+            std::make_unique<CacheReaderIterator>(cache_->elements));
+      }
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
+    return std::unique_ptr<IteratorBase>(
+        std::make_unique<CacheWriterIterator>(std::move(in), cache_));
+  }
+
+ private:
+  const DatasetPtr input_;
+  const std::shared_ptr<MemoryCache> cache_ = std::make_shared<MemoryCache>();
+};
+
+class CacheDatasetKernel : public DatasetOpKernel {
+ public:
+  using DatasetOpKernel::DatasetOpKernel;
+
+ protected:
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    ASSIGN_OR_RETURN(DatasetPtr input, InputDataset(ctx, 0));
+    const Tensor& filename = ctx->input(1);
+    if (filename.dims() != 0) {
+      return errors::InvalidArgument("filename must be a scalar, got ",
+                                     filename.shape().DebugString());
+    }
+    if (!filename.scalar<tstring>().empty()) {
+      return errors::Unimplemented(
+          "caching to a file (filename \"",
+          std::string(filename.scalar<tstring>()),
+          "\") is not supported; use filename \"\" for an in-memory cache");
+    }
+    RETURN_IF_ERROR(CheckInputDtypes(*input, spec_.dtypes, "input_dataset"));
+    return std::make_shared<CacheDataset>(DatasetName(), spec_,
+                                          std::move(input));
+  }
+};
+
+REGISTER_OP("CacheDataset")
+    .Input("input_dataset: variant")
+    .Input("filename: string")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarInputsShape)
+    .Doc(
+        "Creates a dataset that caches elements from `input_dataset`.\n"
+        "The first iteration that reaches the end of the input stores its "
+        "elements in memory and later iterations read them from there. "
+        "Only `filename` \"\" (memory) is supported; a file cache is "
+        "Unimplemented.");
+
+REGISTER_OP("CacheDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("filename: string")
+    .Input("cache: resource")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(ScalarInputsShape)
+    .Doc(
+        "Creates a dataset that caches elements from `input_dataset`.\n"
+        "Like CacheDataset; the cache lives with the dataset and the `cache` "
+        "resource input is accepted and not read.");
+
+REGISTER_KERNEL_BUILDER(Name("CacheDataset").Device(kDeviceCpu),
+                        CacheDatasetKernel);
+REGISTER_KERNEL_BUILDER(Name("CacheDatasetV2").Device(kDeviceCpu),
+                        CacheDatasetKernel);
+REGISTER_NO_GRADIENT("CacheDataset", "datasets are variant handles");
+REGISTER_NO_GRADIENT("CacheDatasetV2", "datasets are variant handles");
+
+}  // namespace
+}  // namespace runnel
