@@ -1,10 +1,12 @@
-// input_pipeline (issue 5): does the in-graph TFRecord pipeline keep the CNN
-// of examples/fashion_mnist_cnn fed? The same model (batch 64, Adam) trains
-// one epoch (938 steps, after 20 warm-up steps) from batches fed from
+// input_pipeline (issues 5 and 13): do the in-graph TFRecord pipelines keep
+// the CNN of examples/fashion_mnist_cnn fed? The same model (batch 64, Adam)
+// trains one epoch (938 steps, after 20 warm-up steps) from batches fed from
 // memory, then one epoch from the TFRecord files through the reader, the
-// shuffle queue and the queue runners (examples/tfrecord_input.h), twice
-// each, alternating. Prints both step times (median over every step of both
-// rounds) and their ratio. The TFRecord files are written first with
+// shuffle queue and the queue runners, then one through tf.data
+// (examples/tfrecord_input.h), twice each, alternating. Prints the step
+// times (median over every step of both rounds) and the ratios of mean step
+// times to memory's, and the examples/s of the tf.data pipeline alone
+// against what the CNN consumes. The TFRecord files are written first with
 // build/tools/fashion_mnist_to_tfrecord unless --tfrecord_dir holds them.
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,9 @@ std::vector<double> TrainSteps(const examples::Flags& flags,
   Check(session.Run({}, {}, {init}, &out), "initialise");
   Coordinator coord;
   if (model.pipeline != nullptr) {
+    for (const Operation& op : model.pipeline->init_ops) {
+      Check(session.Run({}, {}, {op}, &out), "initialise the input pipeline");
+    }
     for (auto& r : model.pipeline->runners) {
       Check(r->Start(&session, &coord), "start the input threads");
     }
@@ -66,6 +71,30 @@ std::vector<double> TrainSteps(const examples::Flags& flags,
   return t;
 }
 
+// Examples per second the tf.data pipeline delivers alone: `batches`
+// IteratorGetNext runs after 20 warm-up ones.
+double PipelineExamplesPerSecond(const examples::Flags& flags, int batches) {
+  Scope root = Scope::NewRootScope();
+  examples::TFRecordInput in;
+  Check(examples::BuildTFRecordDataset(
+            root, examples::TFRecordFiles(flags.tfrecord_dir, "train"),
+            TensorShape({28, 28, 1}), flags.batch_size, flags.seed, &in),
+        "build the dataset");
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  for (const Operation& op : in.init_ops) {
+    Check(session.Run({}, {}, {op}, &out), "initialise the dataset");
+  }
+  for (int i = 0; i < 20; ++i) {
+    Check(session.Run({in.images, in.labels}, &out), "warm up");
+  }
+  const double t0 = NowSeconds();
+  for (int i = 0; i < batches; ++i) {
+    Check(session.Run({in.images, in.labels}, &out), "next batch");
+  }
+  return batches * flags.batch_size / (NowSeconds() - t0);
+}
+
 int Main(int argc, char** argv) {
   examples::Flags flags;
   flags.tfrecord_dir = "/tmp/runnel_fashion_mnist_tfrecord";
@@ -87,7 +116,7 @@ int Main(int argc, char** argv) {
   auto data = LoadMnistSplit(kFashionMnistDir, "train");
   Check(data.status(), "load Fashion-MNIST");
   const int kWarmup = 20, kSteps = 938;
-  std::vector<double> memory, tfrecord;
+  std::vector<double> memory, tfrecord, dataset;
   for (int round = 0; round < 2; ++round) {
     flags.data = "memory";
     auto m = TrainSteps(flags, *data, kWarmup, kSteps);
@@ -95,19 +124,36 @@ int Main(int argc, char** argv) {
     flags.data = "tfrecord";
     auto r = TrainSteps(flags, *data, kWarmup, kSteps);
     tfrecord.insert(tfrecord.end(), r.begin(), r.end());
+    flags.data = "dataset";
+    auto d = TrainSteps(flags, *data, kWarmup, kSteps);
+    dataset.insert(dataset.end(), d.begin(), d.end());
     std::fprintf(stderr,
-                 "# round %d: memory median %.2f ms, tfrecord median %.2f ms\n",
-                 round, Median(m) * 1e3, Median(r) * 1e3);
+                 "# round %d: memory median %.2f ms, tfrecord median %.2f ms, "
+                 "dataset median %.2f ms\n",
+                 round, Median(m) * 1e3, Median(r) * 1e3, Median(d) * 1e3);
   }
-  double sum_m = 0, sum_r = 0;
-  for (double x : memory) sum_m += x;
-  for (double x : tfrecord) sum_r += x;
-  std::fprintf(stderr, "# mean step: memory %.2f ms, tfrecord %.2f ms\n",
-               sum_m / memory.size() * 1e3, sum_r / tfrecord.size() * 1e3);
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / v.size();
+  };
+  std::fprintf(stderr,
+               "# mean step: memory %.2f ms, tfrecord %.2f ms, dataset %.2f "
+               "ms\n",
+               mean(memory) * 1e3, mean(tfrecord) * 1e3, mean(dataset) * 1e3);
+  // The tf.data pipeline alone: batches per second with no model.
+  const double pipeline = PipelineExamplesPerSecond(flags, 2000);
   Report("input_pipeline", "memory_step_time", Median(memory) * 1e3, "ms");
   Report("input_pipeline", "tfrecord_step_time", Median(tfrecord) * 1e3, "ms");
-  Report("input_pipeline", "tfrecord_over_memory", sum_r / sum_m,
+  Report("input_pipeline", "dataset_step_time", Median(dataset) * 1e3, "ms");
+  Report("input_pipeline", "tfrecord_over_memory",
+         mean(tfrecord) / mean(memory), "(ratio of mean step times)");
+  Report("input_pipeline", "dataset_over_memory", mean(dataset) / mean(memory),
          "(ratio of mean step times)");
+  const double consumed = flags.batch_size / Median(memory);
+  Report("input_pipeline", "dataset_pipeline_alone", pipeline, "examples/s");
+  Report("input_pipeline", "dataset_pipeline_over_cnn", pipeline / consumed,
+         "(pipeline examples/s over the CNN's, in-memory)");
   return 0;
 }
 

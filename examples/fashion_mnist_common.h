@@ -59,7 +59,8 @@ struct Flags {
   std::string data_dir = kFashionMnistDir;
   int seed = 1;  // Shuffling order.
   // "memory": batches fed from the IDX files loaded in memory; "tfrecord":
-  // batches from the in-graph TFRecord pipeline (tfrecord_input.h).
+  // batches from the in-graph TFRecord pipeline of queues (tfrecord_input.h);
+  // "dataset": the same through tf.data (BuildTFRecordDataset there).
   std::string data = "memory";
   std::string tfrecord_dir = "fashion_mnist_tfrecord";
   std::string checkpoint_dir;  // Note [Crash-safe training]; empty: none.
@@ -88,7 +89,7 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "usage: %s [--epochs=%d] [--batch_size=%d] "
                  "[--optimizer=sgd|momentum|adam|adagrad|rmsprop|adadelta "
                  "(%s)] [--learning_rate=%g] [--decay=%g (per epoch)] "
-                 "[--data_dir=%s] [--seed=%d] [--data=memory|tfrecord] "
+                 "[--data_dir=%s] [--seed=%d] [--data=memory|tfrecord|dataset] "
                  "[--tfrecord_dir=%s] [--checkpoint_dir=DIR] "
                  "[--save_every=%d] [--max_steps=N] [--logdir=DIR "
                  "[--summary_every=%d]] [--trace_step=N] [--ps_hosts=H:P,... "
@@ -174,12 +175,12 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
   if (f->epochs < 0 || f->batch_size <= 0 || !(f->learning_rate > 0) ||
       !(f->decay > 0 && f->decay <= 1) || f->save_every <= 0 ||
       f->max_steps < 0 || f->trace_step < 0 ||
-      (f->data != "memory" && f->data != "tfrecord")) {
+      (f->data != "memory" && f->data != "tfrecord" && f->data != "dataset")) {
     std::fprintf(
         stderr,
         "need epochs >= 0, batch_size > 0, learning_rate > 0, "
         "0 < decay <= 1, save_every > 0, max_steps >= 0, trace_step >= 0, "
-        "data memory or tfrecord\n");
+        "data memory, tfrecord or dataset\n");
     usage(2);
   }
 }
@@ -306,7 +307,8 @@ struct Classifier {
   Operation train_op;
   std::vector<training::GradAndVar> grads;  // What train_op applies.
   TensorShape example_shape;                // One example's shape, e.g. [784].
-  // With --data=tfrecord: the pipeline the unfed placeholders default to.
+  // With --data=tfrecord or dataset: the pipeline the unfed placeholders
+  // default to (run its init_ops once after the variables' initializer).
   std::shared_ptr<TFRecordInput> pipeline;
 };
 
@@ -327,9 +329,10 @@ inline void MakeInputs(const Scope& root, const Flags& flags,
     return;
   }
   model->pipeline = std::make_shared<TFRecordInput>();
-  Die(BuildTFRecordInput(root, TFRecordFiles(flags.tfrecord_dir, "train"),
-                         example_shape, flags.batch_size, flags.seed,
-                         model->pipeline.get()),
+  const auto build =
+      flags.data == "dataset" ? BuildTFRecordDataset : BuildTFRecordInput;
+  Die(build(root, TFRecordFiles(flags.tfrecord_dir, "train"), example_shape,
+            flags.batch_size, flags.seed, model->pipeline.get()),
       ("building the TFRecord pipeline over " + flags.tfrecord_dir).c_str());
   model->images = ops::PlaceholderWithDefault(
       root.WithOpName("images"), model->pipeline->images, batch_shape);
@@ -463,6 +466,10 @@ inline int TrainAndEvaluate(const Scope& root, const Classifier& model,
   }
   Coordinator coord;
   if (model.pipeline != nullptr) {
+    std::vector<Tensor> none;
+    for (const Operation& op : model.pipeline->init_ops) {
+      Die(session.Run({}, {}, {op}, &none), "initialising the input pipeline");
+    }
     for (auto& runner : model.pipeline->runners) {
       Die(runner->Start(&session, &coord), "starting the input threads");
     }
