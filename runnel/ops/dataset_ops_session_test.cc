@@ -239,6 +239,47 @@ TEST(DatasetOpsTest, AnonymousIteratorsAreDistinctAndDeletable) {
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
 }
 
+TEST(DatasetOpsTest, FeedableIteratorsPickTheIteratorByStringHandle) {
+  // TF 1.x's Iterator.from_string_handle: one GetNext, fed the string
+  // handle of the training or the validation iterator.
+  Scope root = Scope::NewRootScope();
+  auto i64 = [&](int64_t v) { return ops::Const(root, v); };
+  auto train = ops::RangeDataset(root, i64(0), i64(3), i64(1), kInt64, kScalar);
+  auto valid =
+      ops::RangeDataset(root, i64(100), i64(102), i64(1), kInt64, kScalar);
+  auto it_train =
+      ops::IteratorV2(root.WithOpName("it_train"), "t", "", kInt64, kScalar);
+  auto it_valid =
+      ops::IteratorV2(root.WithOpName("it_valid"), "v", "", kInt64, kScalar);
+  ops::MakeIterator(root.WithOpName("init_train"), train, it_train);
+  ops::MakeIterator(root.WithOpName("init_valid"), valid, it_valid);
+  ops::IteratorToStringHandle(root.WithOpName("h_train"), it_train);
+  ops::IteratorToStringHandle(root.WithOpName("h_valid"), it_valid);
+  auto handle = ops::Placeholder(root.WithOpName("handle"), DT_STRING);
+  auto it = ops::IteratorFromStringHandleV2(
+      root.WithOpName("from"), handle,
+      ops::IteratorFromStringHandleV2::OutputTypes(kInt64));
+  ops::IteratorGetNext(root.WithOpName("next"), it, kInt64, kScalar);
+  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+  std::vector<Tensor> out, handles;
+  ASSERT_OK(s->Run({}, {}, {"init_train", "init_valid"}, &out));
+  ASSERT_OK(s->Run({}, {"h_train:0", "h_valid:0"}, {}, &handles));
+  auto next = [&](int which) {
+    EXPECT_OK(s->Run({{"handle", handles[which]}}, {"next:0"}, {}, &out));
+    return out.empty() ? -1 : out[0].scalar<int64_t>();
+  };
+  EXPECT_EQ(next(0), 0);
+  EXPECT_EQ(next(1), 100);
+  EXPECT_EQ(next(0), 1);
+  EXPECT_EQ(next(1), 101);
+  EXPECT_EQ(next(0), 2);
+  // A string that is not a handle.
+  Status st = s->Run({{"handle", Tensor::Scalar<tstring>("garbage")}},
+                     {"next:0"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("'from'"));
+}
+
 TEST(DatasetOpsTest, BadInputsAreErrorsNamingTheNode) {
   auto run = [](const std::function<void(const Scope&)>& build,
                 const std::string& target) -> Status {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "proto/resource_handle.pb.h"
 #include "runnel/framework/dataset.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
@@ -432,6 +433,107 @@ REGISTER_KERNEL_BUILDER(Name("IteratorGetNext").Device(kDeviceCpu),
 REGISTER_KERNEL_BUILDER(Name("IteratorGetNextSync").Device(kDeviceCpu),
                         IteratorGetNextKernel);
 
+// ---------------------------------------------------------------------------
+// IteratorToStringHandle / IteratorFromStringHandle(V2): TF 1.x's feedable
+// iterators (tf.data.Iterator.from_string_handle): the handle travels as a
+// serialized ResourceHandleProto, fed back in to choose the iterator.
+
+REGISTER_OP("IteratorToStringHandle")
+    .Input("resource_handle: resource")
+    .Output("string_handle: string")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "The iterator's handle as a string (a serialized "
+        "ResourceHandleProto).");
+
+REGISTER_OP("IteratorFromStringHandleV2")
+    .Input("string_handle: string")
+    .Output("resource_handle: resource")
+    .Attr("output_types: list(type) >= 0 = []")
+    .Attr("output_shapes: list(shape) >= 0 = []")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "The iterator handle a string from IteratorToStringHandle names; "
+        "with output_types, the iterator must produce them.");
+
+REGISTER_OP("IteratorFromStringHandle")
+    .Input("string_handle: string")
+    .Output("resource_handle: resource")
+    .Attr("output_types: list(type) >= 0 = []")
+    .Attr("output_shapes: list(shape) >= 0 = []")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("IteratorFromStringHandleV2 under its first name.");
+
+class IteratorToStringHandleKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(ctx, LookupIterator(ctx, 0, &it));
+    it->Unref();
+    const ResourceHandle* h = nullptr;
+    OP_REQUIRES_OK(ctx, HandleFromInput(ctx, 0, &h));
+    ResourceHandleProto proto;
+    h->AsProto(&proto);
+    ctx->set_output(0, Tensor::Scalar<tstring>(proto.SerializeAsString()));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("IteratorToStringHandle").Device(kDeviceCpu),
+                        IteratorToStringHandleKernel);
+
+class IteratorFromStringHandleKernel : public OpKernel {
+ public:
+  explicit IteratorFromStringHandleKernel(OpKernelConstruction* c)
+      : OpKernel(c) {
+    std::vector<DataType> types;
+    OP_REQUIRES_OK(c, c->GetAttr("output_types", &types));
+    dtypes_.assign(types.begin(), types.end());
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& s = ctx->input(0);
+    OP_REQUIRES(ctx, s.dtype() == DT_STRING && s.NumElements() == 1,
+                errors::InvalidArgument(
+                    "string_handle must be a scalar string, not ",
+                    DataTypeString(s.dtype()), " ", s.shape().DebugString()));
+    ResourceHandleProto proto;
+    OP_REQUIRES(
+        ctx, proto.ParseFromString(s.flat<tstring>()[0]),
+        errors::InvalidArgument(
+            "string_handle is not a handle from IteratorToStringHandle"));
+    StatusOr<ResourceHandle> h = ResourceHandle::FromProto(proto);
+    OP_REQUIRES_OK(ctx, h.status());
+    Tensor out(DT_RESOURCE, TensorShape({}));
+    out.scalar<ResourceHandle>() = *h;
+    IteratorResource* it = nullptr;
+    Status found = LookupResource<IteratorResource>(ctx, *h, &it);
+    OP_REQUIRES(ctx, found.ok(),
+                errors::InvalidArgument("string_handle names no iterator: ",
+                                        found.message()));
+    ScopedUnref unref(it);
+    OP_REQUIRES(ctx, dtypes_.empty() || it->dtypes() == dtypes_,
+                errors::InvalidArgument(
+                    "the iterator the string_handle names has other "
+                    "output_types"));
+    ctx->set_output(0, std::move(out));
+  }
+
+ private:
+  DataTypeVector dtypes_;
+};
+REGISTER_KERNEL_BUILDER(Name("IteratorFromStringHandleV2").Device(kDeviceCpu),
+                        IteratorFromStringHandleKernel);
+REGISTER_KERNEL_BUILDER(Name("IteratorFromStringHandle").Device(kDeviceCpu),
+                        IteratorFromStringHandleKernel);
+
+REGISTER_NO_GRADIENT("IteratorToStringHandle",
+                     "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("IteratorFromStringHandleV2",
+                     "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("IteratorFromStringHandle",
+                     "an iterator is not differentiable");
 REGISTER_NO_GRADIENT("IteratorV2", "an iterator is not differentiable");
 REGISTER_NO_GRADIENT("Iterator", "an iterator is not differentiable");
 REGISTER_NO_GRADIENT("AnonymousIteratorV2",
