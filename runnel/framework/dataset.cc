@@ -152,6 +152,67 @@ Status CopyToBatchSlice(const Tensor& element, Tensor* batch, int64_t index) {
   return absl::OkStatus();
 }
 
+Status CopyToPaddedBatchSlice(const Tensor& element, Tensor* batch,
+                              int64_t index) {
+  const DataType dt = element.dtype();
+  if (batch->dtype() != dt || batch->dims() != element.dims() + 1 ||
+      index < 0 || index >= batch->dim_size(0)) {
+    return errors::InvalidArgument(
+        "cannot pad a ", DataTypeString(dt), " ", element.shape().DebugString(),
+        " element into row ", index, " of a ", DataTypeString(batch->dtype()),
+        " ", batch->shape().DebugString(), " batch");
+  }
+  const int rank = element.dims();
+  for (int d = 0; d < rank; ++d) {
+    if (element.dim_size(d) > batch->dim_size(d + 1)) {
+      return errors::InvalidArgument(
+          "an element of shape ", element.shape().DebugString(),
+          " does not fit the padded shape ", batch->shape().DebugString());
+    }
+  }
+  const size_t eb = ElementBytes(dt);
+  const int64_t row_elems = batch->NumElements() / batch->dim_size(0);
+  char* row = static_cast<char*>(batch->raw_data()) + index * row_elems * eb;
+  const char* src = static_cast<const char*>(element.raw_data());
+  if (element.NumElements() == 0) return absl::OkStatus();
+  if (rank == 0) {
+    CopyElements(dt, src, row, 1);
+    return absl::OkStatus();
+  }
+  // Row-major strides of the padded row.
+  std::vector<int64_t> stride(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) {
+    stride[d] = stride[d + 1] * batch->dim_size(d + 2);
+  }
+  const int64_t inner = element.dim_size(rank - 1);
+  const int64_t runs = element.NumElements() / inner;
+  std::vector<int64_t> at(rank, 0);  // Index of the run's first element.
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t offset = 0;
+    for (int d = 0; d < rank - 1; ++d) offset += at[d] * stride[d];
+    CopyElements(dt, src + r * inner * eb, row + offset * eb, inner);
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++at[d] < element.dim_size(d)) break;
+      at[d] = 0;
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status FillWithScalar(const Tensor& value, Tensor* t) {
+  if (value.dtype() != t->dtype() || value.NumElements() != 1) {
+    return errors::InvalidArgument(
+        "cannot fill a ", DataTypeString(t->dtype()), " tensor with a ",
+        DataTypeString(value.dtype()), " ", value.shape().DebugString());
+  }
+  const size_t eb = ElementBytes(t->dtype());
+  char* dst = static_cast<char*>(t->raw_data());
+  for (int64_t i = 0, n = t->NumElements(); i < n; ++i) {
+    CopyElements(t->dtype(), value.raw_data(), dst + i * eb, 1);
+  }
+  return absl::OkStatus();
+}
+
 CapturedFunction::CapturedFunction(NameAttrList func,
                                    std::vector<Tensor> captured)
     : func_(std::move(func)), captured_(std::move(captured)) {}

@@ -124,6 +124,14 @@ StatusOr<Tensor> CopyBatchSlice(const Tensor& batch, int64_t index);
 // [n] + element.shape() and dtype element's (InvalidArgument otherwise).
 Status CopyToBatchSlice(const Tensor& element, Tensor* batch, int64_t index);
 
+// Copies `element` into the top-left corner of row `index` of `batch`
+// (PaddedBatchDataset): each dimension of element may be smaller than the
+// row's; the rest of the row keeps what `batch` held (the padding).
+Status CopyToPaddedBatchSlice(const Tensor& element, Tensor* batch,
+                              int64_t index);
+// Sets every element of `t` to the scalar `value` (same dtype).
+Status FillWithScalar(const Tensor& value, Tensor* t);
+
 // A library function a dataset calls per element, with the op's captured
 // inputs (`other_arguments`) passed after the element's components.
 class CapturedFunction {

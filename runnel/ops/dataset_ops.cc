@@ -761,6 +761,207 @@ REGISTER_KERNEL_BUILDER(Name("BatchDatasetV2").Device(kDeviceCpu),
                         BatchDatasetKernel);
 
 // ---------------------------------------------------------------------------
+// PaddedBatchDataset / PaddedBatchDatasetV2: batches of elements whose
+// shapes may differ, each component padded with its padding value to its
+// padded shape (a -1 dimension: the largest in the batch).
+
+class PaddedBatchDataset final : public UnaryDataset {
+ public:
+  PaddedBatchDataset(Structure s, DatasetPtr input, int64_t batch_size,
+                     bool drop_remainder,
+                     std::vector<std::vector<int64_t>> padded_shapes,
+                     std::vector<Tensor> padding_values)
+      : UnaryDataset(std::move(s),
+                     absl::StrCat("PaddedBatchDataset(", input->DebugString(),
+                                  ", ", batch_size, ", ", drop_remainder, ")"),
+                     input),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder),
+        padded_shapes_(std::move(padded_shapes)),
+        padding_values_(std::move(padding_values)) {}
+  int64_t Cardinality() const override {
+    const int64_t n = input_->Cardinality();
+    if (n < 0) return n;
+    return drop_remainder_ ? n / batch_size_
+                           : (n + batch_size_ - 1) / batch_size_;
+  }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
+    return std::unique_ptr<IteratorBase>(new Iterator(this, std::move(in)));
+  }
+
+ private:
+  class Iterator final : public IteratorBase {
+   public:
+    Iterator(const PaddedBatchDataset* d, std::unique_ptr<IteratorBase> in)
+        : d_(d), in_(std::move(in)) {}
+    Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                   bool* end) override {
+      out->clear();
+      *end = false;
+      std::vector<std::vector<Tensor>> elements;
+      while (!in_end_ &&
+             static_cast<int64_t>(elements.size()) < d_->batch_size_) {
+        std::vector<Tensor> e;
+        bool e_end = false;
+        RETURN_IF_ERROR(in_->GetNext(ctx, &e, &e_end));
+        if (e_end) {
+          in_end_ = true;
+          break;
+        }
+        elements.push_back(std::move(e));
+      }
+      if (elements.empty() ||
+          (d_->drop_remainder_ &&
+           static_cast<int64_t>(elements.size()) < d_->batch_size_)) {
+        *end = true;
+        return absl::OkStatus();
+      }
+      const int64_t n = static_cast<int64_t>(elements.size());
+      for (size_t c = 0; c < d_->padded_shapes_.size(); ++c) {
+        const std::vector<int64_t>& padded = d_->padded_shapes_[c];
+        TensorShape shape({n});
+        for (size_t k = 0; k < padded.size(); ++k) {
+          int64_t size = padded[k];
+          for (int64_t i = 0; i < n; ++i) {
+            const Tensor& t = elements[i][c];
+            if (t.dims() != static_cast<int>(padded.size())) {
+              return errors::InvalidArgument(
+                  "component ", c, " of element ", i, " has shape ",
+                  t.shape().DebugString(), ", of rank ", t.dims(),
+                  ", but its padded shape has rank ", padded.size());
+            }
+            if (padded[k] < 0) {
+              size = std::max(size, t.dim_size(k));
+            } else if (t.dim_size(k) > padded[k]) {
+              return errors::InvalidArgument(
+                  "Attempted to pad to a smaller size than the input "
+                  "element: component ",
+                  c, " of shape ", t.shape().DebugString(),
+                  " into padded shape dimension ", k, " of size ", padded[k]);
+            }
+          }
+          shape.AddDim(std::max<int64_t>(size, 0));
+        }
+        ASSIGN_OR_RETURN(
+            Tensor batch,
+            Tensor::Allocate(cpu_allocator(), d_->padding_values_[c].dtype(),
+                             shape));
+        RETURN_IF_ERROR(FillWithScalar(d_->padding_values_[c], &batch));
+        for (int64_t i = 0; i < n; ++i) {
+          RETURN_IF_ERROR(CopyToPaddedBatchSlice(elements[i][c], &batch, i));
+        }
+        out->push_back(std::move(batch));
+      }
+      return absl::OkStatus();
+    }
+
+   private:
+    const PaddedBatchDataset* d_;
+    std::unique_ptr<IteratorBase> in_;
+    bool in_end_ = false;
+  };
+  const int64_t batch_size_;
+  const bool drop_remainder_;
+  const std::vector<std::vector<int64_t>> padded_shapes_;
+  const std::vector<Tensor> padding_values_;
+};
+
+REGISTER_OP("PaddedBatchDataset")
+    .Input("input_dataset: variant")
+    .Input("batch_size: int64")
+    .Input("padded_shapes: N * int64")
+    .Input("padding_values: Toutput_types")
+    .Output("handle: variant")
+    .Attr("Toutput_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("N: int >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("PaddedBatchDatasetV2 without drop_remainder.");
+
+REGISTER_OP("PaddedBatchDatasetV2")
+    .Input("input_dataset: variant")
+    .Input("batch_size: int64")
+    .Input("padded_shapes: N * int64")
+    .Input("padding_values: Toutput_types")
+    .Input("drop_remainder: bool")
+    .Output("handle: variant")
+    .Attr("parallel_copy: bool = false")
+    .Attr("Toutput_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("N: int >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Batches of `batch_size` elements whose component i is padded with "
+        "the scalar padding_values[i] to padded_shapes[i] (a vector of the "
+        "component's rank; -1: the largest size in the batch). The last "
+        "batch is smaller unless `drop_remainder`.");
+
+class PaddedBatchDatasetKernel : public DatasetOpKernel {
+ public:
+  explicit PaddedBatchDatasetKernel(OpKernelConstruction* c)
+      : DatasetOpKernel(c, "Toutput_types") {}
+  StatusOr<DatasetPtr> MakeDataset(OpKernelContext* ctx) override {
+    DatasetPtr input;
+    RETURN_IF_ERROR(InputDataset(ctx, 0, &input));
+    RETURN_IF_ERROR(SameDtypes(structure(), *input, type_string()));
+    int64_t batch_size;
+    RETURN_IF_ERROR(ScalarInt64(ctx, 1, "batch_size", &batch_size));
+    if (batch_size <= 0) {
+      return errors::InvalidArgument("Batch size must be greater than zero.");
+    }
+    const int n = static_cast<int>(structure().dtypes.size());
+    const bool v2 = type_string() == "PaddedBatchDatasetV2";
+    if (ctx->num_inputs() != 2 + 2 * n + (v2 ? 1 : 0)) {
+      return errors::InvalidArgument("expected ", n,
+                                     " padded shapes and padding values");
+    }
+    std::vector<std::vector<int64_t>> padded_shapes;
+    std::vector<Tensor> padding_values;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& shape = ctx->input(2 + i);
+      if (shape.dtype() != DT_INT64 || shape.dims() != 1) {
+        return errors::InvalidArgument(
+            "padded_shapes[", i, "] must be a vector of int64, not ",
+            DataTypeString(shape.dtype()), " ", shape.shape().DebugString());
+      }
+      auto dims = shape.flat<int64_t>();
+      for (int64_t d : dims) {
+        if (d < -1) {
+          return errors::InvalidArgument("padded_shapes[", i,
+                                         "] has a size below -1: ", d);
+        }
+      }
+      padded_shapes.emplace_back(dims.begin(), dims.end());
+      const Tensor& value = ctx->input(2 + n + i);
+      if (value.NumElements() != 1 || value.dims() != 0) {
+        return errors::InvalidArgument("padding_values[", i,
+                                       "] must be a scalar, not ",
+                                       value.shape().DebugString());
+      }
+      padding_values.push_back(value);
+    }
+    bool drop_remainder = false;
+    if (v2) {
+      const Tensor& t = ctx->input(2 + 2 * n);
+      if (t.dtype() != DT_BOOL || t.NumElements() != 1) {
+        return errors::InvalidArgument("drop_remainder must be a scalar bool");
+      }
+      drop_remainder = t.flat<bool>()[0];
+    }
+    return std::make_shared<PaddedBatchDataset>(
+        structure(), input, batch_size, drop_remainder,
+        std::move(padded_shapes), std::move(padding_values));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("PaddedBatchDataset").Device(kDeviceCpu),
+                        PaddedBatchDatasetKernel);
+REGISTER_KERNEL_BUILDER(Name("PaddedBatchDatasetV2").Device(kDeviceCpu),
+                        PaddedBatchDatasetKernel);
+
+// ---------------------------------------------------------------------------
 // Pass-throughs: the input dataset itself.
 
 REGISTER_OP("ModelDataset")
@@ -846,6 +1047,8 @@ REGISTER_NO_GRADIENT("TakeDataset", "a dataset is not differentiable");
 REGISTER_NO_GRADIENT("SkipDataset", "a dataset is not differentiable");
 REGISTER_NO_GRADIENT("BatchDataset", "a dataset is not differentiable");
 REGISTER_NO_GRADIENT("BatchDatasetV2", "a dataset is not differentiable");
+REGISTER_NO_GRADIENT("PaddedBatchDataset", "a dataset is not differentiable");
+REGISTER_NO_GRADIENT("PaddedBatchDatasetV2", "a dataset is not differentiable");
 REGISTER_NO_GRADIENT("ModelDataset", "a dataset is not differentiable");
 REGISTER_NO_GRADIENT("OptimizeDataset", "a dataset is not differentiable");
 REGISTER_NO_GRADIENT("OptimizeDatasetV2", "a dataset is not differentiable");

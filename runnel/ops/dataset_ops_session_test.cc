@@ -280,6 +280,56 @@ TEST(DatasetOpsTest, FeedableIteratorsPickTheIteratorByStringHandle) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("'from'"));
 }
 
+TEST(DatasetOpsTest, PaddedBatchesPadEachComponentToItsShape) {
+  // Range(1, 4) mapped to x -> Fill([x, 2], x): elements of shape [x, 2].
+  Scope root = Scope::NewRootScope();
+  auto i64 = [&](int64_t v) { return ops::Const(root, v); };
+  ASSERT_OK_AND_ASSIGN(
+      NameAttrList fill,
+      DefineFunction(
+          root, "FillRows", {{"x", DT_INT64}},
+          [](const Scope& s,
+             const std::vector<Output>& a) -> StatusOr<std::vector<Output>> {
+            auto dims = ops::Pack(s, {a[0], ops::Const(s, int64_t{2})});
+            return std::vector<Output>{ops::Fill(s, dims, a[0])};
+          }));
+  auto range = ops::RangeDataset(root, i64(1), i64(4), i64(1), kInt64, kScalar);
+  auto rows = ops::MapDataset(root, range, std::vector<Input>{}, fill, kInt64,
+                              {PartialTensorShape({-1, 2})});
+  const std::vector<PartialTensorShape> batched = {
+      PartialTensorShape({-1, -1, 3})};
+  auto padded = ops::PaddedBatchDatasetV2(
+      root, rows, i64(2),
+      {Input(ops::Const(root, Tensor::FromVector<int64_t>({-1, 3})))},
+      {Input(i64(-1))}, ops::Const(root, false), batched);
+  auto too_small = ops::PaddedBatchDatasetV2(
+      root.WithOpName("too_small"), rows, i64(2),
+      {Input(ops::Const(root, Tensor::FromVector<int64_t>({1, 2})))},
+      {Input(i64(0))}, ops::Const(root, false), batched);
+  auto it = ops::IteratorV2(root.WithOpName("it"), "it", "", kInt64, batched);
+  ops::MakeIterator(root.WithOpName("init"), padded, it);
+  ops::MakeIterator(root.WithOpName("init_small"), too_small, it);
+  ops::IteratorGetNext(root.WithOpName("next"), it, kInt64, batched);
+  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+  std::vector<Tensor> out;
+  ASSERT_OK(s->Run({}, {}, {"init"}, &out));
+  ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
+  ExpectTensorEqual<int64_t>(
+      out[0], Tensor::FromVector<int64_t>({1, 1, -1, -1, -1, -1,  //
+                                           2, 2, -1, 2, 2, -1},
+                                          TensorShape({2, 2, 3})));
+  ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
+  ExpectTensorEqual<int64_t>(
+      out[0], Tensor::FromVector<int64_t>({3, 3, -1, 3, 3, -1, 3, 3, -1},
+                                          TensorShape({1, 3, 3})));
+  EXPECT_TRUE(absl::IsOutOfRange(s->Run({}, {"next:0"}, {}, &out)));
+  // Padding to less than an element's size.
+  ASSERT_OK(s->Run({}, {}, {"init_small"}, &out));
+  Status st = s->Run({}, {"next:0"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("smaller size"));
+}
+
 TEST(DatasetOpsTest, BadInputsAreErrorsNamingTheNode) {
   auto run = [](const std::function<void(const Scope&)>& build,
                 const std::string& target) -> Status {
