@@ -97,7 +97,9 @@ class DatasetBase : public VariantValue {
   // The number of elements, or kInfiniteCardinality / kUnknownCardinality.
   virtual int64_t Cardinality() const { return kUnknownCardinality; }
 
-  // A new iterator at the start of the sequence.
+  // A new iterator at the start of the sequence. The iterator may point
+  // into the dataset: whoever holds the iterator must keep the dataset alive
+  // (its DatasetPtr) until the iterator is gone.
   virtual StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const = 0;
 };
 

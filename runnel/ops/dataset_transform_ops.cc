@@ -693,7 +693,9 @@ class FlatMapIterator : public IteratorBase {
       }
       RETURN_IF_ERROR(CheckInputDtypes(**ds, spec_.dtypes,
                                        fn_.ResultName(index) + " returned"));
-      ASSIGN_OR_RETURN(current_, (*ds)->MakeIterator());
+      // The dataset must outlive its iterator (framework/dataset.h).
+      current_dataset_ = *ds;
+      ASSIGN_OR_RETURN(current_, current_dataset_->MakeIterator());
       *end = false;
     }
   }
@@ -702,6 +704,7 @@ class FlatMapIterator : public IteratorBase {
   std::unique_ptr<IteratorBase> input_;
   const ElementFunction fn_;
   const ElementSpec spec_;
+  DatasetPtr current_dataset_;  // Outlives current_ (declared first).
   std::unique_ptr<IteratorBase> current_;
   int64_t index_ = 0;
 };

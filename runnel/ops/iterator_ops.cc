@@ -13,6 +13,7 @@
 // MakeIterator. An element whose dtypes or shapes differ from the
 // iterator's declared ones is InvalidArgument.
 #include <atomic>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -49,9 +50,16 @@ class IteratorResource : public ResourceBase {
           " does not match the iterator's output_types");
     }
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, dataset->MakeIterator());
-    absl::MutexLock l(&mu_);
-    dataset_ = std::move(dataset);
-    iterator_ = std::move(it);
+    std::unique_ptr<IteratorBase> old_iterator;
+    DatasetPtr old_dataset;
+    {
+      absl::MutexLock l(&mu_);
+      old_iterator = std::exchange(iterator_, std::move(it));
+      old_dataset = std::exchange(dataset_, std::move(dataset));
+    }
+    // The old iterator goes first: it may use its dataset until it is gone
+    // (a prefetch thread joins in its destructor).
+    old_iterator.reset();
     return absl::OkStatus();
   }
 
