@@ -330,6 +330,44 @@ TEST(DatasetOpsTest, PaddedBatchesPadEachComponentToItsShape) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("smaller size"));
 }
 
+TEST(DatasetOpsTest, OptionalsEndALoopWithoutOutOfRange) {
+  // TF 2's `for x in dataset` in a tf.function: GetNextAsOptional, then
+  // HasValue / GetValue.
+  Scope root = Scope::NewRootScope();
+  auto range = ops::RangeDataset(root, ops::Const(root, int64_t{5}),
+                                 ops::Const(root, int64_t{7}),
+                                 ops::Const(root, int64_t{1}), kInt64, kScalar);
+  auto it = ops::IteratorV2(root.WithOpName("it"), "it", "", kInt64, kScalar);
+  ops::MakeIterator(root.WithOpName("init"), range, it);
+  auto opt = ops::IteratorGetNextAsOptional(root.WithOpName("opt"), it, kInt64,
+                                            kScalar);
+  ops::OptionalHasValue(root.WithOpName("has"), opt);
+  ops::OptionalGetValue(root.WithOpName("value"), opt, kInt64, kScalar);
+  auto none = ops::OptionalNone(root.WithOpName("none"));
+  ops::OptionalGetValue(root.WithOpName("none_value"), none, kInt64, kScalar);
+  auto some = ops::OptionalFromValue(root.WithOpName("some"),
+                                     {Input(ops::Const(root, int64_t{9}))});
+  ops::OptionalGetValue(root.WithOpName("some_value"), some, kInt64, kScalar);
+  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+  std::vector<Tensor> out;
+  ASSERT_OK(s->Run({}, {}, {"init"}, &out));
+  ASSERT_OK(s->Run({}, {"has:0", "value:0"}, {}, &out));
+  EXPECT_TRUE(out[0].scalar<bool>());
+  EXPECT_EQ(out[1].scalar<int64_t>(), 5);
+  ASSERT_OK(s->Run({}, {"has:0", "value:0"}, {}, &out));
+  EXPECT_EQ(out[1].scalar<int64_t>(), 6);
+  ASSERT_OK(s->Run({}, {"has:0"}, {}, &out));
+  EXPECT_FALSE(out[0].scalar<bool>());  // The end: no OutOfRange.
+  ASSERT_OK(s->Run({}, {"some_value:0"}, {}, &out));
+  EXPECT_EQ(out[0].scalar<int64_t>(), 9);
+  Status st = s->Run({}, {"none_value:0"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("does not have a value"));
+  st = s->Run({}, {"has:0", "value:0"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("'value'"));
+}
+
 TEST(DatasetOpsTest, BadInputsAreErrorsNamingTheNode) {
   auto run = [](const std::function<void(const Scope&)>& build,
                 const std::string& target) -> Status {

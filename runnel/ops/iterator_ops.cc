@@ -536,6 +536,183 @@ REGISTER_KERNEL_BUILDER(Name("IteratorFromStringHandleV2").Device(kDeviceCpu),
 REGISTER_KERNEL_BUILDER(Name("IteratorFromStringHandle").Device(kDeviceCpu),
                         IteratorFromStringHandleKernel);
 
+// ---------------------------------------------------------------------------
+// Optionals (tf.experimental.Optional): IteratorGetNextAsOptional is how a
+// TF 2 `for x in dataset` loop inside a tf.function reads, ending the loop
+// when OptionalHasValue is false instead of on OutOfRange.
+
+class OptionalValue final : public VariantValue {
+ public:
+  OptionalValue() = default;
+  explicit OptionalValue(std::vector<Tensor> value)
+      : has_value_(true), value_(std::move(value)) {}
+  std::string TypeName() const override { return "Optional"; }
+  std::string DebugString() const override {
+    return has_value_ ? absl::StrCat("Optional(", value_.size(), " tensors)")
+                      : "Optional(none)";
+  }
+  bool has_value() const { return has_value_; }
+  const std::vector<Tensor>& value() const { return value_; }
+
+ private:
+  bool has_value_ = false;
+  std::vector<Tensor> value_;
+};
+
+Tensor OptionalTensor(std::shared_ptr<const OptionalValue> v) {
+  Tensor t(DT_VARIANT, TensorShape({}));
+  t.scalar<Variant>() = Variant(std::move(v));
+  return t;
+}
+
+StatusOr<const OptionalValue*> OptionalFromInput(OpKernelContext* ctx, int i) {
+  const Tensor& t = ctx->input(i);
+  if (t.dtype() != DT_VARIANT || t.dims() != 0) {
+    return errors::InvalidArgument("an optional must be a scalar variant, not ",
+                                   DataTypeString(t.dtype()), " ",
+                                   t.shape().DebugString());
+  }
+  const OptionalValue* v = t.scalar<Variant>().get<OptionalValue>();
+  if (v == nullptr) {
+    return errors::InvalidArgument("the variant holds ",
+                                   t.scalar<Variant>().TypeName(),
+                                   ", not an Optional");
+  }
+  return v;
+}
+
+REGISTER_OP("IteratorGetNextAsOptional")
+    .Input("iterator: resource")
+    .Output("optional: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "The iterator's next element as an Optional: empty at the end of the "
+        "sequence (where IteratorGetNext fails with OutOfRange).");
+
+REGISTER_OP("OptionalNone")
+    .Output("optional: variant")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("An empty Optional.");
+
+REGISTER_OP("OptionalFromValue")
+    .Input("components: Toutput_types")
+    .Output("optional: variant")
+    .Attr("Toutput_types: list(type) >= 1")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("An Optional holding `components`.");
+
+REGISTER_OP("OptionalHasValue")
+    .Input("optional: variant")
+    .Output("has_value: bool")
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc("Whether the Optional holds a value.");
+
+REGISTER_OP("OptionalGetValue")
+    .Input("optional: variant")
+    .Output("components: output_types")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .SetShapeFn(shape_fns::UnknownShape)
+    .Doc(
+        "The Optional's value; InvalidArgument if it is empty or its dtypes "
+        "differ from output_types.");
+
+class IteratorGetNextAsOptionalKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(ctx, LookupIterator(ctx, 0, &it));
+    ScopedUnref unref(it);
+    IteratorContext ictx = IteratorContext::FromKernel(ctx);
+    std::vector<Tensor> element;
+    Status s = it->GetNext(&ictx, &element);
+    if (absl::IsOutOfRange(s)) {
+      ctx->set_output(0, OptionalTensor(std::make_shared<OptionalValue>()));
+      return;
+    }
+    OP_REQUIRES_OK(ctx, s);
+    ctx->set_output(
+        0, OptionalTensor(std::make_shared<OptionalValue>(std::move(element))));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("IteratorGetNextAsOptional").Device(kDeviceCpu),
+                        IteratorGetNextAsOptionalKernel);
+
+class OptionalNoneKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, OptionalTensor(std::make_shared<OptionalValue>()));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("OptionalNone").Device(kDeviceCpu),
+                        OptionalNoneKernel);
+
+class OptionalFromValueKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    std::vector<Tensor> value;
+    for (int i = 0; i < ctx->num_inputs(); ++i) value.push_back(ctx->input(i));
+    ctx->set_output(
+        0, OptionalTensor(std::make_shared<OptionalValue>(std::move(value))));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("OptionalFromValue").Device(kDeviceCpu),
+                        OptionalFromValueKernel);
+
+class OptionalHasValueKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    StatusOr<const OptionalValue*> v = OptionalFromInput(ctx, 0);
+    OP_REQUIRES_OK(ctx, v.status());
+    ctx->set_output(0, Tensor::Scalar<bool>((*v)->has_value()));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("OptionalHasValue").Device(kDeviceCpu),
+                        OptionalHasValueKernel);
+
+class OptionalGetValueKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    StatusOr<const OptionalValue*> v = OptionalFromInput(ctx, 0);
+    OP_REQUIRES_OK(ctx, v.status());
+    OP_REQUIRES(ctx, (*v)->has_value(),
+                errors::InvalidArgument("The optional does not have a value."));
+    const std::vector<Tensor>& value = (*v)->value();
+    OP_REQUIRES(ctx, static_cast<int>(value.size()) == ctx->num_outputs(),
+                errors::InvalidArgument("the optional holds ", value.size(),
+                                        " components, the op has ",
+                                        ctx->num_outputs(), " outputs"));
+    for (int i = 0; i < ctx->num_outputs(); ++i) {
+      OP_REQUIRES(ctx, value[i].dtype() == ctx->expected_output_dtype(i),
+                  errors::InvalidArgument(
+                      "component ", i, " of the optional is ",
+                      DataTypeString(value[i].dtype()), ", not ",
+                      DataTypeString(ctx->expected_output_dtype(i))));
+      ctx->set_output(i, value[i]);
+    }
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("OptionalGetValue").Device(kDeviceCpu),
+                        OptionalGetValueKernel);
+
+REGISTER_NO_GRADIENT("IteratorGetNextAsOptional",
+                     "input data is not differentiable");
+REGISTER_NO_GRADIENT("OptionalNone", "an optional is not differentiable");
+REGISTER_NO_GRADIENT("OptionalFromValue", "an optional is not differentiable");
+REGISTER_NO_GRADIENT("OptionalHasValue", "a bool is not differentiable");
+REGISTER_NO_GRADIENT("OptionalGetValue", "an optional is not differentiable");
 REGISTER_NO_GRADIENT("IteratorToStringHandle",
                      "an iterator is not differentiable");
 REGISTER_NO_GRADIENT("IteratorFromStringHandleV2",
