@@ -21,20 +21,33 @@ namespace {
 // A node's start and duration in nanoseconds, from the nanosecond fields
 // when the stats have them and from the microsecond ones otherwise (TF
 // before 2.0 wrote only those).
+// Times come from files (RunMetadata, event files), so arithmetic on them
+// saturates instead of overflowing.
+int64_t Saturate(__int128 v) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  return v > kMax ? kMax : v < kMin ? kMin : static_cast<int64_t>(v);
+}
 int64_t StartNanos(const NodeExecStats& n) {
-  return n.all_start_nanos() != 0 ? n.all_start_nanos()
-                                  : n.all_start_micros() * 1000;
+  return n.all_start_nanos() != 0
+             ? n.all_start_nanos()
+             : Saturate(static_cast<__int128>(n.all_start_micros()) * 1000);
 }
 int64_t DurationNanos(const NodeExecStats& n) {
-  const int64_t d = n.all_end_rel_nanos() != 0 ? n.all_end_rel_nanos()
-                                               : n.all_end_rel_micros() * 1000;
+  const int64_t d =
+      n.all_end_rel_nanos() != 0
+          ? n.all_end_rel_nanos()
+          : Saturate(static_cast<__int128>(n.all_end_rel_micros()) * 1000);
   return std::max<int64_t>(d, 0);
 }
 int64_t OpNanos(const NodeExecStats& n) {
   const int64_t d =
       n.op_end_rel_nanos() != 0 || n.op_start_rel_nanos() != 0
-          ? n.op_end_rel_nanos() - n.op_start_rel_nanos()
-          : (n.op_end_rel_micros() - n.op_start_rel_micros()) * 1000;
+          ? Saturate(static_cast<__int128>(n.op_end_rel_nanos()) -
+                     n.op_start_rel_nanos())
+          : Saturate((static_cast<__int128>(n.op_end_rel_micros()) -
+                      n.op_start_rel_micros()) *
+                     1000);
   return std::max<int64_t>(d, 0);
 }
 int64_t OutputBytes(const NodeExecStats& n) {
@@ -135,7 +148,8 @@ class TraceWriter {
 // Where an arrow leaves its producer: just inside its end, so that the
 // viewer binds it to that slice.
 int64_t FlowStart(const Slice& s) {
-  return s.start + std::max<int64_t>(s.duration - 1, 0);
+  return Saturate(static_cast<__int128>(s.start) +
+                  std::max<int64_t>(s.duration - 1, 0));
 }
 
 }  // namespace
@@ -188,7 +202,7 @@ std::string ChromeTraceJson(const StepStats& stats,
                                                         : n.timeline_label()),
           pid,
           n.thread_id(),
-          StartNanos(n) - base,
+          Saturate(static_cast<__int128>(StartNanos(n)) - base),
           DurationNanos(n)};
       if (!n.node_name().empty()) s.label.node = n.node_name();
       auto name = d.thread_names().find(n.thread_id());
@@ -248,7 +262,8 @@ std::string ChromeTraceJson(const StepStats& stats,
       // processes need not agree).
       const int64_t to_ns =
           std::clamp(from.start, to.start,
-                     to.start + std::max<int64_t>(to.duration - 1, 0));
+                     Saturate(static_cast<__int128>(to.start) +
+                              std::max<int64_t>(to.duration - 1, 0)));
       trace.Flow(std::get<0>(key), from, from.start, to, to_ns);
     }
   }
@@ -286,8 +301,9 @@ std::vector<OpStats> AggregateOpStats(const StepStats& stats) {
       OpStats& s = by_op[label.op];
       s.op = label.op;
       ++s.count;
-      s.total_nanos += DurationNanos(n);
-      s.op_nanos += OpNanos(n);
+      s.total_nanos =
+          Saturate(static_cast<__int128>(s.total_nanos) + DurationNanos(n));
+      s.op_nanos = Saturate(static_cast<__int128>(s.op_nanos) + OpNanos(n));
       const int64_t bytes = OutputBytes(n);
       if (s.output_bytes <= std::numeric_limits<int64_t>::max() - bytes) {
         s.output_bytes += bytes;
@@ -319,9 +335,11 @@ std::string FormatOpStats(const std::vector<OpStats>& rows, int top) {
   OpStats sum;
   for (const OpStats& r : rows) {
     sum.count += r.count;
-    sum.total_nanos += r.total_nanos;
-    sum.op_nanos += r.op_nanos;
-    sum.output_bytes += r.output_bytes;
+    sum.total_nanos =
+        Saturate(static_cast<__int128>(sum.total_nanos) + r.total_nanos);
+    sum.op_nanos = Saturate(static_cast<__int128>(sum.op_nanos) + r.op_nanos);
+    sum.output_bytes =
+        Saturate(static_cast<__int128>(sum.output_bytes) + r.output_bytes);
   }
   const size_t n =
       top <= 0 ? rows.size() : std::min(rows.size(), static_cast<size_t>(top));

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -206,6 +207,30 @@ TEST(TimelineTest, HostileStatsStillGiveValidJson) {
   stats.add_dev_stats();  // No device name, no nodes.
   ParseTrace(ChromeTraceJson(stats));
   ParseTrace(ChromeTraceJson(StepStats()));
+  EXPECT_FALSE(FormatOpStats(AggregateOpStats(stats), 0).empty());
+}
+
+// Times at the ends of int64 (a fuzzer found `start - base` overflowing):
+// the arithmetic saturates, and the trace is still valid JSON.
+TEST(TimelineTest, ExtremeTimesSaturateInsteadOfOverflowing) {
+  StepStats stats;
+  auto* d = stats.add_dev_stats();
+  d->set_device("/cpu:0");
+  NodeExecStats late, early;
+  late.set_node_name("late");
+  late.set_all_start_micros(1796229170307691415);
+  late.set_all_end_rel_micros(std::numeric_limits<int64_t>::max());
+  late.set_op_start_rel_micros(std::numeric_limits<int64_t>::min());
+  late.set_op_end_rel_micros(std::numeric_limits<int64_t>::max());
+  early.set_node_name("early");
+  early.set_all_start_nanos(-7715373242698749809);
+  early.set_all_end_rel_nanos(std::numeric_limits<int64_t>::max());
+  *d->add_node_stats() = late;
+  *d->add_node_stats() = early;
+  *d->add_node_stats() = late;
+  const std::string json = ChromeTraceJson(stats);
+  ParseTrace(json);
+  EXPECT_TRUE(absl::StrContains(json, "late"));
   EXPECT_FALSE(FormatOpStats(AggregateOpStats(stats), 0).empty());
 }
 
