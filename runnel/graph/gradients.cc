@@ -510,7 +510,9 @@ StatusOr<Output> SymbolicGradientBuilder::ZerosFor(const Output& x) {
 
 Status SymbolicGradientBuilder::Build(std::vector<Output>* grad_outputs) {
   RETURN_IF_ERROR(Validate());
-  grad_scope_ = scope_.NewSubScope("gradients");
+  grad_scope_ = options_.scope_name.empty()
+                    ? scope_.NewSubScope("gradients")
+                    : scope_.NewSubScopeExact(options_.scope_name);
   if (options_.stop_at_inputs) {
     for (const Output& x : inputs_) stop_ids_.insert(x.node()->id());
   }
@@ -558,7 +560,7 @@ Status SymbolicGradientBuilder::Build(std::vector<Output>* grad_outputs) {
     auto it = input_grads_.find(x);
     if (it != input_grads_.end() && it->second.node() != nullptr) {
       result[i] = it->second;
-    } else {
+    } else if (!options_.null_for_unconnected) {
       ASSIGN_OR_RETURN(result[i], ZerosFor(x));
     }
     RETURN_IF_ERROR(scope_.status());

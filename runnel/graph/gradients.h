@@ -145,6 +145,13 @@ struct GradientOptions {
   // Gradients stop at `inputs`: nothing flows on to their producers (what
   // a loop body's gradient needs; like tf.gradients' stop_gradients).
   bool stop_at_inputs = false;
+  // The exact name of the sub-scope (under `scope`) the gradient nodes go
+  // in, for front ends that keep their own name table (the Python API's
+  // "gradients_1"); empty means "gradients" made unique in `scope`.
+  std::string scope_name;
+  // An input that no gradient reaches gets a null Output (tf.gradients'
+  // None, which optimizers skip) instead of zeros.
+  bool null_for_unconnected = false;
 };
 
 // Adds to `scope`'s graph the gradients of `outputs` with respect to

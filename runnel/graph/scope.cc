@@ -279,6 +279,16 @@ Scope Scope::NewSubScope(absl::string_view child_scope_name) const {
   return s;
 }
 
+Scope Scope::NewSubScopeExact(absl::string_view child_scope_name) const {
+  Scope s = *this;
+  s.op_name_.clear();
+  if (child_scope_name.empty()) return s;
+  s.name_ = name_.empty() ? std::string(child_scope_name)
+                          : absl::StrCat(name_, "/", child_scope_name);
+  s.name_map_ = std::make_shared<NameMap>();
+  return s;
+}
+
 Scope Scope::WithOpName(absl::string_view op_name) const {
   Scope s = *this;
   s.op_name_ = std::string(op_name);
@@ -357,6 +367,8 @@ std::vector<std::string> Scope::ColocationAttr() const {
 void Scope::UpdateStatus(const Status& s) const {
   if (shared_->status.ok() && !s.ok()) shared_->status = s;
 }
+
+void Scope::ClearStatus() const { shared_->status = absl::OkStatus(); }
 
 Status Scope::ToGraphDef(GraphDef* gdef) const {
   RETURN_IF_ERROR(status());

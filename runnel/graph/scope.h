@@ -256,6 +256,11 @@ class Scope {
   // unique among this scope's names ("a", "a_1", ...); "" shares this
   // scope's names.
   Scope NewSubScope(absl::string_view child_scope_name) const;
+  // Like NewSubScope, but the child is named exactly `child_scope_name`
+  // ("a/b" for a nested one; not made unique), for front ends that keep
+  // their own name table (the Python API). New ops' names are still made
+  // unique against the graph's nodes.
+  Scope NewSubScopeExact(absl::string_view child_scope_name) const;
   // The next op gets this name (made unique: "x", "x_1") instead of its
   // default.
   Scope WithOpName(absl::string_view op_name) const;
@@ -303,6 +308,10 @@ class Scope {
 
   // See Note [Status accumulation]: keeps the first error.
   void UpdateStatus(const Status& s) const;
+  // Forgets the stored error, for front ends that report each error at the
+  // call that made it and let the user go on building (the Python API
+  // raises it as an exception). Nodes a failed builder already added stay.
+  void ClearStatus() const;
   Status status() const { return shared_->status; }
   bool ok() const { return shared_->status.ok(); }
 

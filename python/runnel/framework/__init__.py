@@ -1,0 +1,1 @@
+"""Graph building: graphs, operations, tensors, dtypes, shapes, errors."""

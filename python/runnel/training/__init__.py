@@ -1,0 +1,1 @@
+"""Training libraries (tf.train): optimizers, savers, input queues."""
