@@ -359,10 +359,11 @@ class BaseSession:
                 if run_metadata is not None and md is not None:
                     run_metadata.ParseFromString(md)
         except errors.OpError as e:
-            name = errors.node_name_in_message(e.message)
-            if name is not None and name in graph._ops:
-                e._op = graph._ops[name]
-                e._node_def = e._op.node_def
+            for name in errors.names_in_message(e.message):
+                if name in graph._ops:
+                    e._op = graph._ops[name]
+                    e._node_def = e._op.node_def
+                    break
             raise
         return plan.result(outputs)
 

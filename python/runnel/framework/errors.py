@@ -99,7 +99,7 @@ _CLASSES = {
     DATA_LOSS: DataLossError,
 }
 
-_NODE_RE = re.compile(r"node '([^']+)'")
+_QUOTED_RE = re.compile(r"'([^']+)'")
 
 
 def exception_type_from_error_code(error_code):
@@ -113,10 +113,10 @@ def error_code_from_exception_type(cls):
     raise KeyError(cls)
 
 
-def node_name_in_message(message):
-    """The first node a C++ error message names ("node 'x'"), or None."""
-    m = _NODE_RE.search(message)
-    return m.group(1) if m else None
+def names_in_message(message):
+    """The quoted names in a C++ error message, in order: errors name their
+    node as "node 'x' ..." or "<Op> 'x': ..."."""
+    return _QUOTED_RE.findall(message)
 
 
 def _exception_for_code(code, message):

@@ -227,8 +227,9 @@ for _n in ("glorot_uniform_initializer", "glorot_normal_initializer", "zeros_ini
            "ones_initializer", "constant_initializer", "random_uniform_initializer",
            "random_normal_initializer", "truncated_normal_initializer",
            "variance_scaling_initializer", "orthogonal_initializer"):
-    if hasattr(initializers, "_" + _n):
-        globals()[_n] = getattr(initializers, "_" + _n)
+    _v = _ns._attr_from("runnel.ops.init_ops", _n)
+    if _v is not None:
+        globals()[_n] = _v
 for _n in ("get_variable", "variable_scope", "get_variable_scope", "VariableScope",
            "AUTO_REUSE", "fixed_size_partitioner", "min_max_variable_partitioner",
            "variable_op_scope"):
