@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <string>
+#include <utility>
 
 #include "runnel/graph/scope.h"
 
@@ -20,7 +22,22 @@ struct PyGraph {
   Graph* graph() const { return root.graph(); }
 };
 
+using PyGraphClass = pybind11::class_<PyGraph, std::shared_ptr<PyGraph>>;
+
+// A tensor as Python names it to C++: (node name, output index).
+using Endpoint = std::pair<std::string, int>;
+
+// The node named `name`, or a StatusError (InvalidArgument).
+Node* FindOrThrow(const PyGraph& g, const std::string& name);
+// The tensor `e`, or a StatusError if there is no such node or output.
+Output OutputOrThrow(const PyGraph& g, const Endpoint& e);
+inline Endpoint ToEndpoint(const Output& o) {
+  return Endpoint(o.node()->name(), o.index());
+}
+
 void RegisterGraphBindings(pybind11::module_& m);
+// Graph.cond and Graph.while_loop (control_flow_binding.cc).
+void RegisterControlFlowBindings(PyGraphClass& graph_class);
 void RegisterSessionBindings(pybind11::module_& m);
 
 }  // namespace runnel::python

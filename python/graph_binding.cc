@@ -20,10 +20,6 @@
 namespace runnel::python {
 namespace py = pybind11;
 
-namespace {
-
-using Endpoint = std::pair<std::string, int>;
-
 Node* FindOrThrow(const PyGraph& g, const std::string& name) {
   Node* n = g.graph()->FindNode(name);
   if (n == nullptr) {
@@ -42,6 +38,8 @@ Output OutputOrThrow(const PyGraph& g, const Endpoint& e) {
   }
   return Output(n, e.second);
 }
+
+namespace {
 
 std::vector<int> Types(const DataTypeVector& v) {
   return std::vector<int>(v.begin(), v.end());
@@ -259,8 +257,8 @@ std::vector<std::optional<Endpoint>> Gradients(
 }  // namespace
 
 void RegisterGraphBindings(py::module_& m) {
-  py::class_<PyGraph, std::shared_ptr<PyGraph>>(m, "Graph")
-      .def(py::init<>())
+  PyGraphClass graph_class(m, "Graph");
+  graph_class.def(py::init<>())
       .def("add_node", &AddNode, py::arg("name"), py::arg("op"),
            py::arg("inputs"), py::arg("control_inputs"), py::arg("attrs"),
            py::arg("device"),
@@ -292,6 +290,7 @@ void RegisterGraphBindings(py::module_& m) {
       .def("gradients", &Gradients, py::arg("ys"), py::arg("xs"),
            py::arg("grad_ys"), py::arg("name_scope"), py::arg("gradients_name"),
            py::arg("stop_gradients"));
+  RegisterControlFlowBindings(graph_class);
 }
 
 }  // namespace runnel::python

@@ -59,12 +59,15 @@ CondContext* ControlFlowInfo::CondOfMerge(int id) const {
 namespace {
 
 // An Enter of `data` into `ctx`, recorded as running in the parent frame
-// and feeding `ctx` (null on error, recorded in the scope).
+// and feeding `ctx` (null on error, recorded in the scope). A loop-invariant
+// reference (a variable captured by the body) enters as a RefEnter, so ops
+// that update it (AssignAdd, ...) can run inside the loop.
 Node* EnterNode(const Scope& s, const Output& data, WhileContext* ctx,
                 bool is_constant) {
+  const bool ref = is_constant && IsRefType(data.type());
   Node* enter =
       grad::MakeOperation(
-          s, "Enter", {data},
+          s, ref ? "RefEnter" : "Enter", {data},
           {{"frame_name", MakeAttrValue(ctx->frame_name)},
            {"is_constant", MakeAttrValue(is_constant)},
            {"parallel_iterations",
@@ -394,7 +397,12 @@ Status Cond(const Scope& scope, const Output& pred,
     auto capture = [&, branch](const Output& o) -> StatusOr<Output> {
       auto it = switched.find(o);
       if (it != switched.end()) return it->second;
-      Node* s = grad::MakeOperation(cs, "Switch", {o, ctx->pred_id}).node();
+      // A reference (a variable) goes through a RefSwitch, so that ops
+      // updating it can run in the branch.
+      Node* s =
+          grad::MakeOperation(cs, IsRefType(o.type()) ? "RefSwitch" : "Switch",
+                              {o, ctx->pred_id})
+              .node();
       RETURN_IF_ERROR(cs.status());
       Output out(s, branch);
       switched.emplace(o, out);

@@ -257,11 +257,19 @@ Status SymbolicGradientBuilder::ProcessLoopExit(Node* exit,
     if (loop->exits[i] == exit) st.exit_grads[i] = dy;
   }
   if (--st.pending_exits > 0) return absl::OkStatus();
+  const std::vector<Output> sources = LoopSources(loop);
+  bool any = false;
+  for (const Output& g : st.exit_grads) any |= g.node() != nullptr;
+  if (!any) {
+    // No gradient reached an Exit (they feed only StopGradients, say): as
+    // for any other node, none flows on, and no backward loop is built.
+    for (const Output& src : sources) BackpropAlongEdge(NoGradient(), src);
+    return absl::OkStatus();
+  }
   std::vector<Output> enter_grads;
   const Scope s =
       grad_scope_.NewSubScope(absl::StrCat(loop->exits[0]->name(), "_grad"));
   RETURN_IF_ERROR(BuildWhileLoopGradient(s, loop, st.exit_grads, &enter_grads));
-  const std::vector<Output> sources = LoopSources(loop);
   for (size_t j = 0; j < sources.size() && j < enter_grads.size(); ++j) {
     BackpropAlongEdge(
         CarriesGradient(sources[j].type()) ? enter_grads[j] : NoGradient(),
