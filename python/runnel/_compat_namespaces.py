@@ -175,6 +175,27 @@ def app_module():
     return m
 
 
+def raw_ops_module():
+    """tf.raw_ops: every registered op by its op name, keyword arguments only
+    (tf.raw_ops.MatMul(a=x, b=y, transpose_a=False))."""
+    from runnel.framework import ops
+    from runnel.ops import gen_ops
+
+    def keyword_only(fn, op_name):
+        def call(*args, **kwargs):
+            if args:
+                raise TypeError("tf.raw_ops.%s takes keyword arguments only" % op_name)
+            return fn(**kwargs)
+        call.__name__ = op_name
+        call.__doc__ = fn.__doc__
+        return call
+    m = _Namespace("tf.raw_ops")
+    for op_name in ops.op_defs():
+        if not op_name.startswith("_"):
+            setattr(m, op_name, keyword_only(getattr(gen_ops, op_name), op_name))
+    return m
+
+
 def _attr_from(modname, name):
     try:
         mod = __import__(modname, fromlist=["_"])

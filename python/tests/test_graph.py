@@ -223,3 +223,12 @@ def test_missing_features_raise_not_implemented():
     with pytest.raises(NotImplementedError, match="tf.no_such_thing"):
         tf.no_such_thing
     assert not hasattr(tf, "no_such_thing")
+
+
+def test_raw_ops_take_keywords():
+    a = tf.constant([[1.0, 2.0]])
+    m = tf.raw_ops.MatMul(a=a, b=a, transpose_b=True)
+    with tf.Session() as sess:
+        assert sess.run(m).tolist() == [[5.0]]
+    with pytest.raises(TypeError, match="keyword"):
+        tf.raw_ops.MatMul(a, a)
