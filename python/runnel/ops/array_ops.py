@@ -190,15 +190,25 @@ def gather_nd(params, indices, name=None):
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
+    """A one-hot tensor: on_value where the last (or `axis`) index equals
+    indices, off_value elsewhere (an index outside [0, depth) gives a row
+    of off_value). dtype defaults to on_value's or off_value's (a Python
+    int is int32), else float32; they must agree (TypeError)."""
     with ops.name_scope(name, "one_hot", [indices, depth, on_value, off_value]) as name:
+        on_dtype = (ops.convert_to_tensor(on_value).dtype.base_dtype
+                    if on_value is not None else None)
+        off_dtype = (ops.convert_to_tensor(off_value).dtype.base_dtype
+                     if off_value is not None else None)
+        if on_dtype is not None and off_dtype is not None and on_dtype != off_dtype:
+            raise TypeError("dtype {0} of on_value does not match dtype {1} of off_value"
+                            .format(on_dtype, off_dtype))
         if dtype is None:
-            if on_value is not None and isinstance(on_value, ops.Tensor):
-                dtype = on_value.dtype
-            elif off_value is not None and isinstance(off_value, ops.Tensor):
-                dtype = off_value.dtype
-            else:
-                dtype = dtypes.float32
+            dtype = on_dtype or off_dtype or dtypes.float32
         dtype = dtypes.as_dtype(dtype).base_dtype
+        for d, what in ((on_dtype, "on_value"), (off_dtype, "off_value")):
+            if d is not None and d != dtype:
+                raise TypeError("dtype {0} of {1} does not match dtype parameter {2}"
+                                .format(d, what, dtype))
         on = ops.convert_to_tensor(1 if on_value is None else on_value, dtype=dtype,
                                    name="on_value")
         off = ops.convert_to_tensor(0 if off_value is None else off_value, dtype=dtype,
@@ -208,12 +218,106 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
+    """tensor padded by paddings ([rank, 2]: before and after each dimension).
+
+    mode "CONSTANT" fills with constant_values; "REFLECT" and "SYMMETRIC"
+    mirror the tensor without / with its edge. Runnel's core has no Pad or
+    MirrorPad op, so this composes ConcatV2 of Fill blocks (CONSTANT) and
+    GatherV2 of mirrored indices (REFLECT/SYMMETRIC, which need static
+    paddings and dimension sizes); values and gradients are TF's."""
     mode = mode.upper()
-    if mode == "CONSTANT":
-        if constant_values != 0:
-            return gen_ops.pad_v2(tensor, paddings, constant_values, name=name)
-        return gen_ops.pad(tensor, paddings, name=name)
-    return gen_ops.mirror_pad(tensor, paddings, mode=mode, name=name)
+    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
+        raise ValueError("Unknown padding mode: %s" % mode)
+    with ops.name_scope(name, "Pad", [tensor, paddings]) as name:
+        tensor = ops.convert_to_tensor(tensor, name="tensor")
+        rank = tensor.shape.ndims
+        static = None
+        if not isinstance(paddings, ops.Tensor):
+            static = np.asarray(paddings)
+            if static.dtype.kind not in "iu":
+                raise TypeError("paddings must be integers, got %s" % static.dtype)
+            if static.ndim != 2 or static.shape[1] != 2:
+                raise ValueError("paddings must be a matrix with 2 columns: %s"
+                                 % (static.shape,))
+            if rank is not None and static.shape[0] != rank:
+                raise ValueError("The first dimension of paddings must be the rank of "
+                                 "inputs[%d, 2] %s" % (rank, tensor.shape))
+            if (static < 0).any():
+                raise ValueError("Paddings must be non-negative: %s" % static.tolist())
+            rank = static.shape[0]
+        else:
+            paddings = ops.convert_to_tensor(paddings, name="paddings")
+            if rank is None:
+                from runnel._compat_namespaces import MissingFeatureError
+                raise MissingFeatureError("tf.pad with tensor paddings of a tensor of "
+                                          "unknown rank")
+            if mode != "CONSTANT":
+                from runnel._compat_namespaces import MissingFeatureError
+                raise MissingFeatureError("tf.pad mode %s with tensor paddings" % mode)
+        if mode == "CONSTANT":
+            out = _pad_constant(tensor, rank, static, paddings, constant_values)
+        else:
+            out = _pad_mirror(tensor, static, mode)
+        if static is not None and tensor.shape.ndims is not None:
+            out.set_shape([None if d is None else d + int(b) + int(a)
+                           for d, (b, a) in zip(tensor.shape.as_list(), static.tolist())])
+        return identity(out, name=name)
+
+
+def _pad_constant(tensor, rank, static, paddings, constant_values):
+    value = ops.convert_to_tensor(constant_values, dtype=tensor.dtype.base_dtype,
+                                  name="constant_values")
+    out = tensor
+    for i in builtins.range(rank):
+        if static is not None:
+            before, after = int(static[i, 0]), int(static[i, 1])
+            if before == 0 and after == 0:
+                continue
+        else:
+            before, after = paddings[i, 0], paddings[i, 1]
+        dims = [out.shape[j].value for j in builtins.range(rank)]
+        if all(d is not None for j, d in enumerate(dims) if j != i):
+            def block(n):
+                return [n if j == i else d for j, d in enumerate(dims)]
+            shape_of = block if not isinstance(before, ops.Tensor) else \
+                lambda n: gen_ops.pack([ops.convert_to_tensor(n if j == i else d,
+                                                              dtype=dtypes.int32)
+                                        for j, d in enumerate(dims)], axis=0)
+        else:
+            full = shape(out)
+
+            def shape_of(n, full=full):
+                return concat([full[:i], gen_ops.reshape(ops.convert_to_tensor(
+                    n, dtype=dtypes.int32), [1]), full[i + 1:]], 0)
+        parts = []
+        if static is None or before > 0:
+            parts.append(fill(shape_of(before), value))
+        parts.append(out)
+        if static is None or after > 0:
+            parts.append(fill(shape_of(after), value))
+        out = gen_ops.concat_v2(parts, i)
+    return out
+
+
+def _pad_mirror(tensor, static, mode):
+    out = tensor
+    edge = 0 if mode == "SYMMETRIC" else 1
+    for i, (before, after) in enumerate(static.tolist()):
+        if before == 0 and after == 0:
+            continue
+        n = out.shape[i].value
+        if n is None:
+            from runnel._compat_namespaces import MissingFeatureError
+            raise MissingFeatureError("tf.pad mode %s along a dimension of unknown size"
+                                      % mode)
+        if before > n - edge or after > n - edge:
+            raise ValueError("paddings must be no greater than the dimension size: %d, %d "
+                             "greater than %d" % (before, after, n - edge))
+        idx = (list(builtins.range(before - 1 + edge, edge - 1, -1)) +
+               list(builtins.range(n)) +
+               list(builtins.range(n - 1 - edge, n - 1 - edge - after, -1)))
+        out = gen_ops.gather_v2(out, constant_op.constant(np.array(idx, np.int32)), i)
+    return out
 
 
 def where(condition, x=None, y=None, name=None):

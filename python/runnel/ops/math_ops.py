@@ -56,11 +56,14 @@ softplus = getattr(gen_ops, "softplus", None)
 
 
 def div(x, y, name=None):
-    """Python 2 division: integer inputs floor-divide (TF's tf.div)."""
+    """Python 2 division (TF 1.x's tf.div): integers floor-divide (FloorDiv),
+    floats divide (RealDiv)."""
     with ops.name_scope(name, "div", [x, y]) as name:
         x = _ct(x, name="x")
         y = _ct(y, name="y", dtype=x.dtype.base_dtype)
-        return gen_ops.div(x, y, name=name)
+        if x.dtype.base_dtype.is_floating or x.dtype.base_dtype.is_complex:
+            return gen_ops.real_div(x, y, name=name)
+        return gen_ops.floor_div(x, y, name=name)
 
 
 def truediv(x, y, name=None):
@@ -142,7 +145,8 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False,
     """Matrix product; rank > 2 inputs are batched (BatchMatMulV2)."""
     with ops.name_scope(name, "MatMul", [a, b]) as name:
         a = _ct(a, name="a")
-        b = _ct(b, name="b", dtype=a.dtype.base_dtype)
+        # As TF, b is converted on its own: a dtype mismatch is the op's TypeError.
+        b = b if isinstance(b, ops.Tensor) else _ct(b, name="b", preferred=a.dtype.base_dtype)
         transpose_a = transpose_a or adjoint_a
         transpose_b = transpose_b or adjoint_b
         ra, rb = a.shape.ndims, b.shape.ndims
@@ -205,24 +209,20 @@ reduce_any = _reducer(gen_ops.any, "Any")
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None,
                      reduction_indices=None, keep_dims=None):
+    """log(sum(exp(x), axis)), computed stably around the maximum (a
+    non-finite maximum is replaced by 0, as TF)."""
     keepdims = bool(keep_dims if keep_dims is not None else keepdims)
     with ops.name_scope(name, "ReduceLogSumExp", [input_tensor]) as name:
         x = _ct(input_tensor)
-        m = reduce_max(x, axis, keepdims=True, reduction_indices=reduction_indices)
-        m = gen_ops.stop_gradient(m)
-        r = log(reduce_sum(exp(x - m), axis, keepdims=True,
-                           reduction_indices=reduction_indices)) + m
+        raw_max = reduce_max(x, axis, keepdims=True, reduction_indices=reduction_indices)
+        finite = gen_ops.equal(raw_max - raw_max, gen_ops.zeros_like(raw_max))
+        my_max = gen_ops.stop_gradient(gen_ops.select(finite, raw_max,
+                                                      gen_ops.zeros_like(raw_max)))
+        result = log(reduce_sum(exp(x - my_max), axis, keepdims=keepdims,
+                                reduction_indices=reduction_indices))
         if not keepdims:
-            dims = reduction_indices if axis is None else axis
-            r = gen_ops.squeeze(r, squeeze_dims=_as_list(dims, x)) if dims is not None \
-                else gen_ops.reshape(r, [])
-        return gen_ops.identity(r, name=name)
-
-
-def _as_list(dims, x):
-    if isinstance(dims, int):
-        return [dims]
-    return list(dims)
+            my_max = gen_ops.reshape(my_max, gen_ops.shape(result))
+        return gen_ops.add(result, my_max, name=name)
 
 
 def count_nonzero(input_tensor, axis=None, keepdims=None, dtype=dtypes.int64, name=None,
@@ -272,7 +272,9 @@ def trace(x, name=None):
 
 
 def tensordot(a, b, axes, name=None):
-    raise NotImplementedError("tf.tensordot is not in Runnel's Python API yet")
+    """tf.tensordot (implemented in misc_ops)."""
+    from runnel.ops import misc_ops
+    return misc_ops.tensordot(a, b, axes, name=name)
 
 
 # ---------------------------------------------------------------- operators

@@ -205,7 +205,6 @@ layers = _ns.layers_module()
 saved_model = _ns.saved_model_module()
 initializers = _ns.initializers_module()
 losses = _ns.losses_module()
-math = _ns.math_module(globals())
 linalg = _ns.linalg_module(globals())
 random = _ns.random_module(globals())
 compat = _ns.compat_module()
@@ -248,10 +247,11 @@ for _n in ("clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm"
            "assert_greater", "assert_less", "assert_positive", "assert_non_negative",
            "assert_rank", "verify_tensor_all_finite", "add_check_numerics_ops",
            "py_func", "map_fn", "foldl", "foldr", "scan", "einsum", "norm",
-           "tensordot", "meshgrid", "sort", "argsort", "nn_ops_placeholder"):
+           "tensordot", "meshgrid", "sort", "argsort"):
     _v = _ns.misc_attr(_n)
     if _v is not None:
         globals()[_n] = _v
+math = _ns.math_module(globals())
 
 
 def disable_eager_execution():
