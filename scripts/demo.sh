@@ -10,7 +10,7 @@ tf=$(cd .. && pwd)/shared/testdata/tf
 
 bash scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j2 --target runnel fashion_mnist_mlp
+cmake --build build -j2 --target runnel fashion_mnist_mlp _runnel
 
 echo
 echo "== A GraphDef written by TensorFlow 2.x: z = x + y"
@@ -35,3 +35,14 @@ echo "== What it wrote: loss and test accuracy by step (runnel events), and a re
 build/tools/runnel events build/demo_logs --tag test_accuracy
 build/tools/runnel board build/demo_logs -o build/demo_report.html
 echo "open build/demo_report.html in a browser: loss curves, weight histograms, inputs"
+
+echo
+echo "== The same from Python: a TF 1.x program run unchanged (import tensorflow as tf)"
+echo "\$ PYTHONPATH=build/python/shim:build/python /usr/bin/python3 examples/python/fashion_mnist_mlp.py"
+OMP_WAIT_POLICY=PASSIVE PYTHONPATH=build/python/shim:build/python \
+  /usr/bin/python3 examples/python/fashion_mnist_mlp.py --epochs 2 | tee "$log"
+accuracy=$(sed -n 's/^test accuracy: \([0-9.]*\)%$/\1/p' "$log")
+if [ -z "$accuracy" ] || ! awk -v a="$accuracy" 'BEGIN { exit !(a >= 84) }'; then
+  echo "demo: the Python program's test accuracy ${accuracy:-missing} is below 84%" >&2
+  exit 1
+fi

@@ -310,6 +310,15 @@ class BaseSession:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
+    def _extend(self):
+        """Sends the graph's new nodes to the C++ session. The binding holds
+        its own mutex while it extends with the GIL released; waiting for
+        that mutex with the GIL held (another thread's concurrent run)
+        deadlocks both threads. Waiting on this Python lock releases the
+        GIL, so only one thread at a time enters the binding's Extend."""
+        with self._lock:
+            self._c.extend(self._graph._c)
+
     def _plan(self, fetches, feed_dict):
         feed_keys = tuple(feed_dict) if feed_dict else ()
         key = _hashable_key(fetches)
@@ -347,7 +356,7 @@ class BaseSession:
                 plan.check_feed(i, v)
                 values.append(v)
         try:
-            self._c.extend(graph._c)
+            self._extend()
             if options is None and run_metadata is None:
                 outputs = plan.callable(values)
             else:
@@ -384,7 +393,7 @@ class BaseSession:
                 raise TypeError("Unexpected keyword arguments %s" % sorted(kwargs))
             if (options is not None or run_metadata is not None) and not accept_options:
                 raise TypeError("options/run_metadata need accept_options=True")
-            self._c.extend(self._graph._c)
+            self._extend()
             if options is None and run_metadata is None:
                 return plan.result(plan.callable(list(args)))
             feeds = [(f[0], v, f[1]) for f, v in zip(plan.feeds, args)]

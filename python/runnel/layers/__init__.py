@@ -1,0 +1,1 @@
+"""tf.layers (TF 1.x): see runnel.layers.layers."""
