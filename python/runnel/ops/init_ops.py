@@ -111,6 +111,8 @@ class RandomUniform(Initializer):
 class RandomNormal(Initializer):
     """Normal with `mean` and `stddev`."""
 
+    _sample = staticmethod(random_ops.random_normal)
+
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
         self.mean = mean
         self.stddev = stddev
@@ -118,32 +120,18 @@ class RandomNormal(Initializer):
         self.dtype = _assert_float_dtype(dtype)
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.random_normal(shape, self.mean, self.stddev,
-                                        _assert_float_dtype(dtype or self.dtype),
-                                        seed=self.seed)
+        return self._sample(shape, self.mean, self.stddev,
+                            _assert_float_dtype(dtype or self.dtype), seed=self.seed)
 
     def get_config(self):
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed,
                 "dtype": self.dtype.name}
 
 
-class TruncatedNormal(Initializer):
+class TruncatedNormal(RandomNormal):
     """Normal with `mean` and `stddev`, redrawn beyond two stddevs."""
 
-    def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype=dtypes.float32):
-        self.mean = mean
-        self.stddev = stddev
-        self.seed = seed
-        self.dtype = _assert_float_dtype(dtype)
-
-    def __call__(self, shape, dtype=None, partition_info=None):
-        return random_ops.truncated_normal(shape, self.mean, self.stddev,
-                                           _assert_float_dtype(dtype or self.dtype),
-                                           seed=self.seed)
-
-    def get_config(self):
-        return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed,
-                "dtype": self.dtype.name}
+    _sample = staticmethod(random_ops.truncated_normal)
 
 
 def _compute_fans(shape):

@@ -66,24 +66,25 @@ def random_uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None
         return gen_ops.add(rnd * rng, minval_t, name=name)
 
 
-def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
-    with ops.name_scope(name, "random_normal", [shape, mean, stddev]) as name:
+def _scaled_normal(gen_fn, default_name, shape, mean, stddev, dtype, seed, name):
+    """mean + stddev * gen_fn(shape): TF's random_normal / truncated_normal."""
+    with ops.name_scope(name, default_name, [shape, mean, stddev]) as name:
         shape = _shape(shape)
         mean_t = ops.convert_to_tensor(mean, dtype=dtype, name="mean")
         std_t = ops.convert_to_tensor(stddev, dtype=dtype, name="stddev")
         s1, s2 = _seeds(seed)
-        rnd = gen_ops.random_standard_normal(shape, dtype=dtype, seed=s1, seed2=s2)
+        rnd = gen_fn(shape, dtype=dtype, seed=s1, seed2=s2)
         return gen_ops.add(rnd * std_t, mean_t, name=name)
+
+
+def random_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
+    return _scaled_normal(gen_ops.random_standard_normal, "random_normal", shape, mean,
+                          stddev, dtype, seed, name)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None, name=None):
-    with ops.name_scope(name, "truncated_normal", [shape, mean, stddev]) as name:
-        shape = _shape(shape)
-        mean_t = ops.convert_to_tensor(mean, dtype=dtype, name="mean")
-        std_t = ops.convert_to_tensor(stddev, dtype=dtype, name="stddev")
-        s1, s2 = _seeds(seed)
-        rnd = gen_ops.truncated_normal(shape, dtype=dtype, seed=s1, seed2=s2)
-        return gen_ops.add(rnd * std_t, mean_t, name=name)
+    return _scaled_normal(gen_ops.truncated_normal, "truncated_normal", shape, mean,
+                          stddev, dtype, seed, name)
 
 
 def random_shuffle(value, seed=None, name=None):
