@@ -198,7 +198,20 @@ void RegisterControlFlowBindings(PyGraphClass& graph_class) {
            "the loop variables' final values as [(node, index)].")
       .def("relax_loop_variable_shape", &RelaxLoopVariableShape,
            py::arg("merge"), py::arg("dims"),
-           "Loosens a loop variable's static shape (shape_invariants).");
+           "Loosens a loop variable's static shape (shape_invariants).")
+      .def(
+          "lift_nodes_from",
+          [](PyGraph& g, int start) {
+            Graph* graph = g.graph();
+            ControlFlowInfo* info = ControlFlowInfo::Get(graph);
+            for (int id = start; id < graph->num_node_ids(); ++id) {
+              if (graph->FindNodeId(id) != nullptr) info->MarkLifted(id);
+            }
+          },
+          py::arg("start"),
+          "Moves the nodes with ids from `start` on out of the branch or "
+          "loop being built, into the root frame (Note [Lifted nodes]: "
+          "tf.init_scope).");
 }
 
 }  // namespace runnel::python

@@ -190,11 +190,10 @@ def test_integer_variable_defaults_to_zeros_and_collections_argument():
         np.testing.assert_array_equal(s.run(i), [0, 0, 0])
 
 
-def test_use_resource_and_partitioner_raise_not_implemented():
+def test_use_resource_raises_not_implemented():
     with pytest.raises(NotImplementedError, match="use_resource"):
         tf.get_variable("r", [1], use_resource=True)
-    with pytest.raises(NotImplementedError, match="partitioner"):
-        tf.get_variable("p", [4, 2], partitioner=tf.fixed_size_partitioner(2))
+    # (Partitioners: test_partitioned_variables.py.)
 
 
 def test_partitioner_functions():

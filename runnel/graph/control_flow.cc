@@ -97,7 +97,7 @@ std::vector<Node*> NewNodesOf(Graph* g, ControlFlowInfo* info, int first,
   std::vector<Node*> nodes;
   for (int id = first; id < g->num_node_ids(); ++id) {
     Node* n = g->FindNodeId(id);
-    if (n == nullptr) continue;
+    if (n == nullptr || info->IsLifted(id)) continue;
     if (info->HasFrame(id) && info->FrameOf(id) != frame) continue;
     nodes.push_back(n);
   }
@@ -393,7 +393,9 @@ Status Cond(const Scope& scope, const Output& pred,
   for (int branch : {1, 0}) {
     const int first = g->num_node_ids();
     absl::flat_hash_map<Output, Output, OutputHash> switched;
-    auto inside = [first](const Output& o) { return o.node()->id() >= first; };
+    auto inside = [first, info](const Output& o) {
+      return o.node()->id() >= first && !info->IsLifted(o.node()->id());
+    };
     auto capture = [&, branch](const Output& o) -> StatusOr<Output> {
       auto it = switched.find(o);
       if (it != switched.end()) return it->second;

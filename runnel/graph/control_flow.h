@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "runnel/base/status.h"
 #include "runnel/graph/scope.h"
 
@@ -151,6 +152,19 @@ class ControlFlowInfo {
   void SetLoopOfExit(int id, WhileContext* l) { loop_of_exit_[id] = l; }
   void SetCondOfMerge(int id, CondContext* c) { cond_of_merge_[id] = c; }
 
+  // Note [Lifted nodes]. A node made while a branch or loop body function
+  // runs that belongs to the root frame instead (TensorFlow's init_scope:
+  // a variable, its initial value and its initializer, made by a layer
+  // first called inside a loop body). The builders leave lifted nodes out
+  // of the branch or loop, and capture their values like any tensor from
+  // outside. A lifted node's inputs must come from outside every branch
+  // and loop, as TensorFlow requires of what init_scope builds.
+  void MarkLifted(int id) {
+    lifted_.insert(id);
+    frame_of_[id] = nullptr;
+  }
+  bool IsLifted(int id) const { return lifted_.contains(id); }
+
   // The loop being built right now (innermost), for nested construction.
   WhileContext* building() const {
     return building_.empty() ? nullptr : building_.back();
@@ -166,6 +180,7 @@ class ControlFlowInfo {
   absl::flat_hash_map<int, WhileContext*> loop_of_exit_;
   absl::flat_hash_map<int, CondContext*> cond_of_merge_;
   std::vector<WhileContext*> building_;
+  absl::flat_hash_set<int> lifted_;
 };
 
 // The tensor an Enter node currently reads.

@@ -221,6 +221,70 @@ TEST(CondTest, TakesOneBranchWithCapturesAndConstants) {
   EXPECT_EQ(r[1].scalar<float>(), 3.0f);
 }
 
+// Note [Lifted nodes]: a node a body or branch function makes and marks
+// lifted stays in the root frame; the body and the branch read it through
+// their captures, and it runs even where the branch is not taken.
+TEST(LiftedNodesTest, LeaveTheLoopAndTheBranch) {
+  Scope root = Scope::NewRootScope();
+  ControlFlowInfo* info = ControlFlowInfo::Get(root.graph());
+  auto n = ops::Placeholder(root, DT_INT32);
+  auto p = ops::Placeholder(root, DT_BOOL);
+  Output in_loop, in_branch;
+  std::vector<Output> loop_out;
+  ASSERT_OK(CountedLoop(
+      root, n, {ops::Const(root, 0.0f)},
+      [&](const Scope& s, const std::vector<Output>& v,
+          std::vector<Output>* next) {
+        const int first = s.graph()->num_node_ids();
+        in_loop = ops::Mul(s.WithOpName("lifted_loop"),
+                           ops::Const(s.WithOpName("c2"), 2.0f),
+                           ops::Const(s.WithOpName("c3"), 3.0f));
+        for (int id = first; id < s.graph()->num_node_ids(); ++id) {
+          info->MarkLifted(id);
+        }
+        *next = {ops::Add(s, v[1], in_loop)};
+        return s.status();
+      },
+      &loop_out));
+  std::vector<Output> cond_out;
+  ASSERT_OK(Cond(
+      root, p,
+      [&](const Scope& s, std::vector<Output>* o) {
+        const int first = s.graph()->num_node_ids();
+        in_branch = ops::Const(s.WithOpName("lifted_branch"), 5.0f);
+        info->MarkLifted(first);
+        *o = {ops::Neg(s, in_branch)};
+        return s.status();
+      },
+      [&](const Scope& s, std::vector<Output>* o) {
+        *o = {ops::Const(s, 1.0f)};
+        return s.status();
+      },
+      &cond_out));
+  EXPECT_TRUE(info->IsLifted(in_loop.node()->id()));
+  EXPECT_EQ(info->FrameOf(in_loop.node()->id()), nullptr);
+  // The lifted nodes have no control edge from a pivot.
+  for (const Output& o : {in_loop, in_branch}) {
+    for (const Edge* e : o.node()->in_edges()) {
+      EXPECT_FALSE(e->IsControlEdge()) << o.node()->name();
+    }
+  }
+  ClientSession session(root);
+  std::vector<Tensor> r;
+  ASSERT_OK(session.Run(
+      {{n, Tensor::Scalar<int32_t>(4)}, {p, Tensor::Scalar<bool>(false)}},
+      {loop_out[1], cond_out[0], in_loop, in_branch}, &r));
+  EXPECT_EQ(r[0].scalar<float>(), 24.0f);
+  EXPECT_EQ(r[1].scalar<float>(), 1.0f);
+  EXPECT_EQ(r[2].scalar<float>(), 6.0f);
+  EXPECT_EQ(r[3].scalar<float>(), 5.0f);  // Runs on the untaken branch too.
+  ASSERT_OK(session.Run(
+      {{n, Tensor::Scalar<int32_t>(0)}, {p, Tensor::Scalar<bool>(true)}},
+      {loop_out[1], cond_out[0]}, &r));
+  EXPECT_EQ(r[0].scalar<float>(), 0.0f);
+  EXPECT_EQ(r[1].scalar<float>(), -5.0f);
+}
+
 // A loop on the untaken branch is dead as a whole: its dead Exits reach the
 // Merge when its frame finishes; on the taken branch it runs.
 TEST(CondTest, WhileLoopInsideABranch) {

@@ -56,7 +56,8 @@ def _with_dtype(value, dtype):
         raise TypeError("Expected %s, got %r of type '%s' instead."
                         % (dtype.name, value, type(value).__name__))
     if not isinstance(value, (np.ndarray, np.generic)):
-        if (dtype.is_integer or dtype.is_bool) and src.dtype.kind in "fc":
+        # (An empty list is float64 to NumPy, but has no float in it.)
+        if (dtype.is_integer or dtype.is_bool) and src.dtype.kind in "fc" and src.size:
             raise TypeError("Expected %s, got %r of type '%s' instead."
                             % (dtype.name, value, type(value).__name__))
         if dtype.is_integer and src.size:

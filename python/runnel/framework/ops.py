@@ -613,6 +613,18 @@ class Graph:
             self._container = old
 
     # -- op creation
+    @contextlib.contextmanager
+    def _control_flow_function(self):
+        """Around the building of a cond branch or a loop's condition or
+        body: no outside control dependencies, and init_scope lifts."""
+        state = self._state
+        state.control_flow_depth += 1
+        try:
+            with self.control_dependencies(None):
+                yield
+        finally:
+            state.control_flow_depth -= 1
+
     def create_op(self, op_type, inputs, dtypes=None, input_types=None, name=None,
                   attrs=None, op_def=None, compute_shapes=True, compute_device=True):
         """Adds a node. `attrs` maps names to AttrValue protos; `name` ending
@@ -836,6 +848,9 @@ class _BuildState:
         self.control_deps = []
         self.device_stack = []
         self.colocation = []
+        # tf.cond branches and tf.while_loop bodies being built around the
+        # current op (Note [Lifted nodes] in runnel/graph/control_flow.h).
+        self.control_flow_depth = 0
 
 
 def _build_error(e, op_type, name):
@@ -933,6 +948,30 @@ def name_scope(name, default_name=None, values=None):
 
 def control_dependencies(control_inputs):
     return get_default_graph().control_dependencies(control_inputs)
+
+
+@contextlib.contextmanager
+def init_scope():
+    """tf.init_scope (graph mode): what is built inside has no control
+    dependencies, and when a tf.cond branch or tf.while_loop body is being
+    built it goes to the graph's root frame instead, outside the branch or
+    loop (variables and their initializers, as TF's Variable does). The name
+    scope stays. What is built here must not read tensors from inside the
+    branch or loop."""
+    g = get_default_graph()
+    state = g._state
+    depth = state.control_flow_depth
+    with g._lock:
+        g._sync()
+        start = g._c.num_node_ids()
+        state.control_flow_depth = 0
+        try:
+            with g.control_dependencies(None):
+                yield
+        finally:
+            state.control_flow_depth = depth
+            if depth:
+                g._c.lift_nodes_from(start)
 
 
 def device(device_name_or_function):

@@ -27,6 +27,7 @@ from runnel.framework import errors
 from runnel.framework import ops
 from runnel.framework import tensor_shape
 from runnel.ops import gen_ops
+from runnel.ops import tensor_array_ops
 
 
 # ---------------------------------------------------------------- structures
@@ -113,6 +114,18 @@ def _sequence_kind(x):
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return type(x)
     return list if isinstance(x, list) else tuple
+
+
+def _to_flows(flat):
+    """Loop variables as tensors: a TensorArray travels as its flow."""
+    return [x.flow if isinstance(x, tensor_array_ops.TensorArray) else x for x in flat]
+
+
+def _from_flows(templates, tensors):
+    """`tensors` with each one whose template is a TensorArray rebuilt as
+    that array around the tensor (its new flow)."""
+    return [t._with_flow(x) if isinstance(t, tensor_array_ops.TensorArray) else x
+            for t, x in zip(templates, tensors)]
 
 
 def _unpack_if_singleton(res):
@@ -221,7 +234,7 @@ def cond(pred, true_fn, false_fn, strict=False, name=None):
         def branch(fn, key):
             def build():
                 graph._sync()  # the builder's nodes: their names are used
-                with graph.control_dependencies(None):
+                with graph._control_flow_function():
                     original = fn()
                     if original is None:
                         raise ValueError("%s must have a return value." % key)
@@ -336,7 +349,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             cond, body, loop_vars, shape_invariants = _with_iteration_limit(
                 cond, body, loop_vars, shape_invariants, maximum_iterations,
                 try_to_pack)
-        flat_vars = [ops.convert_to_tensor(v) for v in _flatten(loop_vars)]
+        flat_templates = _flatten(loop_vars)
+        flat_vars = [ops.convert_to_tensor(v) for v in _to_flows(flat_templates)]
         graph = ops._get_graph_from_inputs(flat_vars)
         graph._check_not_finalized()
         invariants = _shape_invariants(flat_vars, loop_vars, shape_invariants)
@@ -348,26 +362,36 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             for m, s in zip(merges, invariants):
                 if s is not None:
                     graph._c.relax_loop_variable_shape(_endpoint(m), _dims(s))
-            with graph.control_dependencies(None):
-                c = ops.convert_to_tensor(cond(*_pack_as(loop_vars, merges)))
+            with graph._control_flow_function():
+                c = ops.convert_to_tensor(
+                    cond(*_pack_as(loop_vars, _from_flows(flat_templates, merges))))
             _check_scalar_bool(c, scope + "LoopCond", "The loop condition")
             return _endpoint(c)
 
         def body_fn(endpoints):
             graph._sync()
             inputs = [_tensor(graph, e) for e in endpoints]
-            packed = _pack_as(loop_vars, inputs)
-            with graph.control_dependencies(None):
+            packed = _pack_as(loop_vars, _from_flows(flat_templates, inputs))
+            with graph._control_flow_function():
                 result = body(*packed)
                 if not _is_sequence(result):
                     result = [result]
                 # As TF, the first level is compared as lists: inputs are
                 # usually lists and body results tuples.
                 _assert_same_structure(list(packed), list(result))
-                flat = [ops.convert_to_tensor(x) for x in _flatten(result)]
+                flat_result = _flatten(result)
+                for t, x in zip(flat_templates, flat_result):
+                    if (isinstance(t, tensor_array_ops.TensorArray) !=
+                            isinstance(x, tensor_array_ops.TensorArray)):
+                        raise TypeError(
+                            "The body of a while_loop must return a TensorArray "
+                            "where its loop variable is one, and only there "
+                            "(got %r for %r)" % (x, t))
+                flat = [ops.convert_to_tensor(x) for x in _to_flows(flat_result)]
             for v, m, n in zip(flat_vars, inputs, flat):
                 _check_next_value(v, m, n)
             state["result"] = result
+            state["flat_result"] = flat_result
             return [_endpoint(t) for t in flat]
 
         controls, device = _builder_settings(graph)
@@ -380,7 +404,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         outputs = [_tensor(graph, e) for e in exits]
         if not back_prop:
             outputs = [gen_ops.stop_gradient(t) for t in outputs]
-        packed = _pack_as(state["result"], outputs)
+        packed = _pack_as(state["result"], _from_flows(state["flat_result"], outputs))
         if return_same_structure:
             result = packed[0] if bare else packed
         else:

@@ -83,7 +83,17 @@ class Constant(Initializer):
     def __call__(self, shape, dtype=None, partition_info=None, verify_shape=None):
         if verify_shape is None:
             verify_shape = self._verify_shape
-        return constant_op.constant(self.value, dtype=dtype or self.dtype, shape=shape,
+        value = self.value
+        if partition_info is not None and not np.isscalar(value):
+            # A part of a partitioned variable whose value is the full
+            # variable's: this part's slice of it. (TF 1.15 rejects such a
+            # value as having too many elements.)
+            full = [int(d) for d in partition_info.full_shape]
+            arr = np.asarray(value)
+            if list(arr.shape) == full and list(shape) != full:
+                value = arr[tuple(slice(o, o + int(n)) for o, n in
+                                  zip(partition_info.var_offset, shape))]
+        return constant_op.constant(value, dtype=dtype or self.dtype, shape=shape,
                                     verify_shape=verify_shape)
 
     def get_config(self):

@@ -10,7 +10,6 @@ import math
 import numpy as np
 
 from runnel._compat_namespaces import MissingFeatureError
-from runnel._compat_namespaces import missing_module
 from runnel.framework import constant_op
 from runnel.framework import dtypes
 from runnel.framework import ops
@@ -528,6 +527,11 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None,
             raise ValueError("Need at least one param")
     else:
         params = [params]
+    # A partitioned variable is looked up in its parts (each gets its own
+    # sparse gradient), as TF does; [pv] (from the sampled losses) too.
+    from runnel.ops import variables
+    if len(params) == 1 and isinstance(params[0], variables.PartitionedVariable):
+        params = list(params[0])
     if partition_strategy not in ("mod", "div"):
         raise ValueError("Unrecognized partition strategy: " + partition_strategy)
     np_ = len(params)
@@ -853,7 +857,13 @@ def exports():
         "max_pool_with_argmax": _missing("max_pool_with_argmax",
                                          "the MaxPoolWithArgmax op"),
     }
-    for n in ("dynamic_rnn", "static_rnn", "bidirectional_dynamic_rnn", "raw_rnn"):
-        names[n] = _missing(n, "RNN support (tf.nn.rnn_cell and the RNN loops)")
-    names["rnn_cell"] = missing_module("tf.nn.rnn_cell", "RNN cells")
+    from runnel import _compat_namespaces
+    from runnel.ops import rnn
+    from runnel.ops import rnn_cell_impl
+    names.update(rnn.exports())
+    names["raw_rnn"] = _missing("raw_rnn", "tf.nn.raw_rnn")
+    names["static_state_saving_rnn"] = _missing("static_state_saving_rnn",
+                                                "tf.nn.static_state_saving_rnn")
+    names["rnn_cell"] = _compat_namespaces._module("tf.nn.rnn_cell",
+                                                   rnn_cell_impl.exports())
     return names

@@ -7,18 +7,27 @@ scope and a name scope: re-entering "layer" gives the name scope "layer_1"
 for new ops while variables stay "layer/w". Reuse follows TF: None (create,
 and an existing name is an error), True (must exist; inherited by inner
 scopes), AUTO_REUSE (get or create).
+
+With a partitioner, get_variable makes a PartitionedVariable: the
+Variables "<name>/part_<i>" split along one axis (the first size % n parts
+one row longer), each with a SaveSliceInfo; the store keeps it by name so
+reuse returns it.
 """
 
 import contextlib
 import enum
 import functools
 import inspect
+import math
+
+import numpy as np
 
 from runnel.framework import dtypes
 from runnel.framework import ops
 from runnel.framework import tensor_shape
 from runnel.ops import init_ops
 from runnel.ops import variables
+from runnel.ops.variables import PartitionedVariable  # noqa: F401 (tf.PartitionedVariable)
 
 
 class _ReuseMode(enum.Enum):
@@ -45,6 +54,7 @@ class _VariableStore:
 
     def __init__(self):
         self._vars = {}
+        self._partitioned_vars = {}
 
     def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
                      regularizer=None, reuse=None, trainable=None, collections=None,
@@ -81,12 +91,34 @@ class _VariableStore:
         if use_resource:
             raise _missing("resource variables (get_variable(use_resource=True)) are not "
                            "in Runnel's Python API yet")
-        if partitioner is not None:
-            raise _missing("partitioned variables (get_variable(partitioner=...)) are not "
-                           "in Runnel's Python API yet")
         if caching_device is not None:
             raise _missing("get_variable(caching_device=...) is not in Runnel's Python "
                            "API yet")
+        kwargs = dict(dtype=dtype, initializer=initializer, regularizer=regularizer,
+                      reuse=reuse, trainable=trainable, collections=collections,
+                      validate_shape=validate_shape, constraint=constraint)
+        is_scalar = isinstance(shape, (list, tuple)) and not shape
+        if partitioner is not None and not is_scalar:
+            if not callable(partitioner):
+                raise ValueError("Partitioner must be callable, but received: %s"
+                                 % (partitioner,))
+            with ops.name_scope(None):
+                return self._get_partitioned_variable(name, partitioner, shape=shape,
+                                                      **kwargs)
+        # As TF: reuse=True finds a partitioned variable without its partitioner.
+        if reuse is True and partitioner is None and name in self._partitioned_vars:
+            with ops.name_scope(None):
+                return self._get_partitioned_variable(name, None, shape=shape, **kwargs)
+        if "%s/part_0" % name in self._vars:
+            raise ValueError("No partitioner was provided, but a partitioned version of "
+                             "the variable was found: %s/part_0. Perhaps a variable of "
+                             "the same name was already created with partitioning?" % name)
+        return self._get_single_variable(name, shape=shape, **kwargs)
+
+    def _get_single_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
+                             regularizer=None, reuse=None, trainable=None,
+                             collections=None, validate_shape=True, constraint=None,
+                             partition_info=None):
         initializing_from_value = initializer is not None and not callable(initializer)
         if shape is not None and initializing_from_value:
             raise ValueError("If initializer is a constant, do not specify shape.")
@@ -120,7 +152,7 @@ class _VariableStore:
             if shape.is_fully_defined():
                 dims = shape.as_list()
                 init_val = functools.partial(initializer, dims, dtype=dtype,
-                                             partition_info=None)
+                                             partition_info=partition_info)
                 variable_dtype = dtype.base_dtype
             elif _takes_no_arguments(initializer):
                 init_val, variable_dtype = initializer, None
@@ -142,6 +174,212 @@ class _VariableStore:
             if loss is not None:
                 ops.add_to_collection(ops.GraphKeys.REGULARIZATION_LOSSES, loss)
         return v
+
+
+    def _get_partitioned_variable(self, name, partitioner, shape=None,
+                                  dtype=dtypes.float32, initializer=None, regularizer=None,
+                                  reuse=None, trainable=None, collections=None,
+                                  validate_shape=True, constraint=None):
+        """A PartitionedVariable of parts "<name>/part_<i>" (TF's
+        _get_partitioned_variable): the partitioner picks the number of
+        parts along one axis; the first (size % parts) parts get one more
+        row. Each part's initializer gets the part's shape and a
+        _PartitionInfo; a value initializer is sliced."""
+        if name in self._vars:
+            raise ValueError("A partitioner was provided, but an unpartitioned version of "
+                             "the variable was found: %s.  Perhaps a variable of the same "
+                             "name was already created without partitioning?" % name)
+        dtype = dtypes.as_dtype(dtype).base_dtype
+        shape = tensor_shape.as_shape(shape)
+        value_init = initializer is not None and not callable(initializer)
+        if value_init and not shape.is_fully_defined():
+            # TF merges a Tensor initializer's shape; numpy values likewise here.
+            if isinstance(initializer, ops.Tensor):
+                init_shape = initializer.get_shape()
+            else:
+                init_shape = tensor_shape.as_shape(np.shape(initializer))
+            shape = shape.merge_with(init_shape)
+        partitions = None
+        if partitioner is not None and (not reuse or shape.is_fully_defined()):
+            partitions = _call_partitioner(partitioner, shape, dtype)
+
+        if name in self._partitioned_vars:
+            if reuse is False or reuse is None:
+                raise ValueError("Partitioned variable with name %s already exists. Did "
+                                 "you mean to set reuse=True or reuse=tf.AUTO_REUSE in "
+                                 "VarScope?" % name)
+            found = self._partitioned_vars[name]
+            if not shape.is_compatible_with(found.get_shape()):
+                raise ValueError("Trying to reuse partitioned variable %s, but specified "
+                                 "shape %s and found shape %s."
+                                 % (name, shape, found.get_shape()))
+            if not dtype.is_compatible_with(found.dtype):
+                raise ValueError("Trying to reuse partitioned variable %s, but specified "
+                                 "dtype %s and found dtype %s."
+                                 % (name, dtype.name, found.dtype.name))
+            if partitions is not None and found._get_partitions() != partitions:
+                raise ValueError("Trying to reuse partitioned variable %s, but specified "
+                                 "partitions %s and found partitions %s."
+                                 % (name, partitions, found._get_partitions()))
+            return found
+        if reuse is True:
+            raise ValueError("PartitionedVariable %s does not exist, or was not created "
+                             "with tf.get_variable(). Did you mean to set reuse=False or "
+                             "reuse=tf.AUTO_REUSE in VarScope?" % name)
+        if partitions is None:
+            partitions = _call_partitioner(partitioner, shape, dtype)
+        slice_dim, num_slices = _get_slice_dim_and_num_slices(partitions)
+        if "%s/part_0" % name in self._vars:
+            if "%s/part_%d" % (name, num_slices - 1) not in self._vars:
+                raise ValueError("Partitioner returned a different partitioning than what "
+                                 "was already found.  Partitioner returned %d shards, and "
+                                 "shard %s/part_0 was found, but %s/part_%d was not."
+                                 % (num_slices, name, name, num_slices - 1))
+            if "%s/part_%d" % (name, num_slices) in self._vars:
+                raise ValueError("Partitioner returned a different partitioning than what "
+                                 "was already found.  Partitioner returned %d shards, and "
+                                 "shard %s/part_0 was found, but so was the extra shard "
+                                 "%s/part_%d." % (num_slices, name, name, num_slices))
+        full_shape = shape.as_list()
+        parts = []
+        for i, (var_offset, var_shape) in enumerate(
+                _iter_slices(full_shape, num_slices, slice_dim)):
+            partition_info = _PartitionInfo(full_shape=full_shape, var_offset=var_offset)
+            part_name = "%s/part_%d" % (name, i)
+            part_dtype = dtype
+            outside = getattr(ops, "init_scope", None) or (
+                lambda: ops.control_dependencies(None))
+            with outside(), ops.name_scope(part_name + "/PartitionedInitializer"):
+                if initializer is None or callable(initializer):
+                    init, init_shape = initializer, var_shape
+                else:
+                    from runnel.ops import array_ops
+                    if isinstance(initializer, ops.Tensor):
+                        value = initializer
+                        part_dtype = value.dtype.base_dtype
+                    else:
+                        value = ops.convert_to_tensor(initializer, dtype=dtype)
+                    init, init_shape = array_ops.slice(value, var_offset, var_shape), None
+            with ops.name_scope(None):
+                v = self._get_single_variable(
+                    part_name, shape=init_shape, dtype=part_dtype, initializer=init,
+                    regularizer=regularizer, reuse=reuse, trainable=trainable,
+                    collections=collections, validate_shape=validate_shape,
+                    constraint=constraint, partition_info=partition_info)
+            v._set_save_slice_info(variables.Variable.SaveSliceInfo(
+                name, full_shape, var_offset, var_shape))
+            parts.append(v)
+        pv = variables.PartitionedVariable(name=name, shape=shape, dtype=dtype,
+                                           variable_list=parts, partitions=partitions)
+        self._partitioned_vars[name] = pv
+        return pv
+
+
+class _PartitionInfo:
+    """Where a part sits in its partitioned variable (TF's _PartitionInfo):
+    the full shape and the part's offset. Initializers get it as
+    `partition_info`."""
+
+    def __init__(self, full_shape, var_offset):
+        if not isinstance(full_shape, (list, tuple)):
+            raise TypeError("`full_shape` must be a sequence (like tuple or list) instead "
+                            "of " + type(full_shape).__name__)
+        if not isinstance(var_offset, (list, tuple)):
+            raise TypeError("`var_offset` must be a sequence (like tuple or list) instead "
+                            "of " + type(var_offset).__name__)
+        if len(var_offset) != len(full_shape):
+            raise ValueError("Expected equal length, but `var_offset` is of length {} "
+                             "while full_shape is of length {}.".format(
+                                 len(var_offset), len(full_shape)))
+        for off, dim in zip(var_offset, full_shape):
+            if off < 0 or off >= dim:
+                raise ValueError("Expected 0 <= offset < shape but found offset={}, "
+                                 "shape={} for var_offset={}, full_shape={}".format(
+                                     off, dim, var_offset, full_shape))
+        self._full_shape = list(full_shape)
+        self._var_offset = list(var_offset)
+
+    @property
+    def full_shape(self):
+        return self._full_shape
+
+    @property
+    def var_offset(self):
+        return self._var_offset
+
+    def single_offset(self, shape):
+        """The offset along the one partitioned dimension (0 if none)."""
+        dim = self.single_slice_dim(shape)
+        return 0 if dim is None else self._var_offset[dim]
+
+    def single_slice_dim(self, shape):
+        """The dimension a part of `shape` is sliced along (None if not sliced)."""
+        if not isinstance(shape, (list, tuple)):
+            raise TypeError("`shape` must be a sequence (like tuple or list) instead of "
+                            + type(shape).__name__)
+        if len(shape) != len(self._full_shape):
+            raise ValueError("Expected equal length, but received shape={} of length {} "
+                             "while self.full_shape={} is of length {}.".format(
+                                 shape, len(shape), self._full_shape,
+                                 len(self._full_shape)))
+        for i in range(len(shape)):
+            if self._var_offset[i] + shape[i] > self._full_shape[i]:
+                raise ValueError("With self.var_offset={}, a partition of shape={} would "
+                                 "exceed self.full_shape={} in dimension {}.".format(
+                                     self._var_offset, shape, self._full_shape, i))
+        slice_dim = None
+        for i in range(len(shape)):
+            if shape[i] == self._full_shape[i]:
+                continue
+            if slice_dim is not None:
+                raise ValueError("Cannot use single_slice_dim() with shape={} and "
+                                 "self.full_shape={} since slice dim could be either "
+                                 "dimension {} or {}.".format(shape, self._full_shape, i,
+                                                              slice_dim))
+            slice_dim = i
+        return slice_dim
+
+
+def _call_partitioner(partitioner, shape, dtype):
+    """The partitioner's list of parts per dimension, checked as TF does."""
+    if not shape.is_fully_defined():
+        raise ValueError("Shape of a new partitioned variable must be fully defined, but "
+                         "instead was %s." % (shape,))
+    if shape.ndims < 1:
+        raise ValueError("A partitioned Variable must have rank at least 1, shape: %s"
+                         % shape)
+    slicing = partitioner(shape=shape, dtype=dtype)
+    if not isinstance(slicing, (list, tuple)):
+        raise ValueError("Partitioner must return a sequence, but saw: %s" % (slicing,))
+    if len(slicing) != shape.ndims:
+        raise ValueError("Partitioner returned a partition list that does not match the "
+                         "Variable's rank: %s vs. %s" % (slicing, shape))
+    if any(p < 1 for p in slicing):
+        raise ValueError("Partitioner returned zero partitions for some axes: %s"
+                         % (slicing,))
+    if sum(p > 1 for p in slicing) > 1:
+        raise ValueError("Can only slice a variable along one dimension: shape: %s, "
+                         "partitioning: %s" % (shape, slicing))
+    return [int(p) for p in slicing]
+
+
+def _get_slice_dim_and_num_slices(slicing):
+    for slice_dim, num_slices in enumerate(slicing):
+        if num_slices > 1:
+            return slice_dim, num_slices
+    return 0, 1
+
+
+def _iter_slices(full_shape, num_slices, slice_dim):
+    """(offset, shape) of each part; the first (size % num_slices) get one more."""
+    with_excess = full_shape[slice_dim] % num_slices
+    min_len = full_shape[slice_dim] // num_slices
+    offset = [0] * len(full_shape)
+    for i in range(num_slices):
+        part = list(full_shape)
+        part[slice_dim] = min_len + (1 if i < with_excess else 0)
+        yield list(offset), part
+        offset[slice_dim] += part[slice_dim]
 
 
 def _accepts_keyword(fn, name):
@@ -606,21 +844,38 @@ def get_local_variable(name, shape=None, dtype=None, initializer=None, regulariz
 
 
 # ---------------------------------------------------------------- partitioners
+#
+# A partitioner is called as partitioner(shape=TensorShape, dtype=DType) and
+# returns the number of parts along each dimension (more than 1 in at most
+# one). The formulas are TF 1.15's partitioned_variables.py.
+
+def _shape_and_element_size(shape, dtype, bytes_per_string_element):
+    shape = tensor_shape.as_shape(shape)
+    if not shape.is_fully_defined():
+        raise ValueError("shape is not fully defined: %s" % shape)
+    dtype = dtypes.as_dtype(dtype)
+    if dtype.base_dtype == dtypes.string:
+        return shape.as_list(), bytes_per_string_element
+    return shape.as_list(), dtype.size
+
 
 def fixed_size_partitioner(num_shards, axis=0):
-    """A partitioner: `num_shards` parts along `axis` (tf.fixed_size_partitioner)."""
+    """A partitioner: `num_shards` parts along `axis` (fewer if that
+    dimension is smaller) (tf.fixed_size_partitioner)."""
     def _partitioner(shape, **unused_args):
-        partitions = [1] * len(shape)
-        partitions[axis] = min(num_shards, int(shape[axis]))
+        dims = tensor_shape.as_shape(shape).as_list()
+        partitions = [1] * len(dims)
+        partitions[axis] = min(num_shards, int(dims[axis]))
         return partitions
     return _partitioner
 
 
 def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_element=16,
                                    max_shards=None):
-    """A partitioner: shards along `axis` of at most `max_shard_bytes` each."""
-    if axis < 0:
-        raise ValueError("axis must be non-negative, got %s" % axis)
+    """A partitioner that keeps parts (split along `axis`) at most
+    `max_shard_bytes` when it can: floor(max_shard_bytes / bytes of one
+    slice along `axis`) slices per part (at least 1), at most `max_shards`
+    parts (tf.variable_axis_size_partitioner)."""
     if max_shard_bytes < 1 or bytes_per_string_element < 1:
         raise ValueError("Both max_shard_bytes and bytes_per_string_element must be "
                          "positive.")
@@ -628,24 +883,19 @@ def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_ele
         raise ValueError("max_shards must be positive.")
 
     def _partitioner(shape, dtype):
-        shape = tensor_shape.as_shape(shape)
-        dtype = dtypes.as_dtype(dtype)
-        if not shape.is_fully_defined():
-            raise ValueError("shape is not fully defined: %s" % shape)
-        if dtype.base_dtype == dtypes.string:
-            element_size = bytes_per_string_element
-        else:
-            element_size = dtype.size
-        dims = shape.as_list()
+        dims, element_size = _shape_and_element_size(shape, dtype,
+                                                     bytes_per_string_element)
         partitions = [1] * len(dims)
-        bytes_per_slice = 1.0 * element_size
-        for i, d in enumerate(dims):
-            if i != axis:
-                bytes_per_slice *= d
-        if max_shard_bytes >= bytes_per_slice * dims[axis]:
+        if dims[axis] == 0:
             return partitions
-        slices_per_shard = max(1, int(max_shard_bytes // bytes_per_slice))
-        axis_shards = -(-dims[axis] // slices_per_shard)
+        num_elements = 1
+        for d in dims:
+            num_elements *= d
+        bytes_per_slice = 1.0 * (num_elements / dims[axis]) * element_size
+        if bytes_per_slice == 0:
+            return partitions
+        slices_per_shard = max(1, math.floor(max_shard_bytes / bytes_per_slice))
+        axis_shards = int(math.ceil(1.0 * dims[axis] / slices_per_shard))
         if max_shards:
             axis_shards = min(max_shards, axis_shards)
         partitions[axis] = axis_shards
@@ -655,23 +905,20 @@ def variable_axis_size_partitioner(max_shard_bytes, axis=0, bytes_per_string_ele
 
 def min_max_variable_partitioner(max_partitions=1, axis=0, min_slice_size=256 << 10,
                                  bytes_per_string_element=16):
-    """A partitioner: as many parts along `axis` as keep each at least
-    `min_slice_size` bytes, at most `max_partitions`."""
+    """A partitioner: ceil(bytes / min_slice_size) parts along `axis`, at
+    least 1 and at most `max_partitions` and that dimension's size
+    (tf.min_max_variable_partitioner)."""
     def _partitioner(shape, dtype):
-        shape = tensor_shape.as_shape(shape)
-        dtype = dtypes.as_dtype(dtype)
-        if not shape.is_fully_defined():
-            raise ValueError("shape is not fully defined: %s" % shape)
-        if dtype.base_dtype == dtypes.string:
-            element_size = bytes_per_string_element
-        else:
-            element_size = dtype.size
-        dims = shape.as_list()
-        partitions = [1] * len(dims)
+        dims, element_size = _shape_and_element_size(shape, dtype,
+                                                     bytes_per_string_element)
+        if axis >= len(dims):
+            raise ValueError("Can not partition variable along axis %d when shape is "
+                             "only %s" % (axis, tensor_shape.as_shape(dims)))
         total = element_size
         for d in dims:
             total *= d
-        n = max(1, min(max_partitions, dims[axis], int(total // min_slice_size)))
-        partitions[axis] = n
+        partitions = [1] * len(dims)
+        partitions[axis] = max(1, min(dims[axis], max_partitions,
+                                      int(math.ceil(total / min_slice_size))))
         return partitions
     return _partitioner

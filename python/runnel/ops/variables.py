@@ -37,28 +37,32 @@ class Variable:
         self._trainable = trainable
         self._constraint = constraint
         init_from_fn = callable(initial_value)
-        with ops.name_scope(name, "Variable", [] if init_from_fn else [initial_value]) as scope:
-            if init_from_fn:
-                with ops.name_scope("Initializer"):
-                    initial_value = initial_value()
-            self._initial_value = ops.convert_to_tensor(initial_value, name="initial_value",
-                                                        dtype=dtype)
-            dt = self._initial_value.dtype.base_dtype
-            if shape is not None:
-                var_shape = tensor_shape.as_shape(shape)
-            elif validate_shape:
-                var_shape = self._initial_value.shape
-                if not var_shape.is_fully_defined():
-                    raise ValueError("initial_value must have a shape specified: %s"
-                                     % self._initial_value)
-            else:
-                var_shape = tensor_shape.unknown_shape()
-            self._variable = state_ops.variable_op_v2(var_shape, dt, name=scope)
-            with ops.colocate_with(self._variable.op):
-                self._initializer_op = gen_ops.assign(
-                    self._variable, self._initial_value, validate_shape=validate_shape,
-                    name="Assign").op
-            self._snapshot = self._variable
+        # As TF: no control dependencies, and out of any branch or loop body
+        # being built (a layer first called in a loop makes its variables).
+        with ops.init_scope():
+            with ops.name_scope(name, "Variable",
+                                [] if init_from_fn else [initial_value]) as scope:
+                if init_from_fn:
+                    with ops.name_scope("Initializer"):
+                        initial_value = initial_value()
+                self._initial_value = ops.convert_to_tensor(
+                    initial_value, name="initial_value", dtype=dtype)
+                dt = self._initial_value.dtype.base_dtype
+                if shape is not None:
+                    var_shape = tensor_shape.as_shape(shape)
+                elif validate_shape:
+                    var_shape = self._initial_value.shape
+                    if not var_shape.is_fully_defined():
+                        raise ValueError("initial_value must have a shape specified: %s"
+                                         % self._initial_value)
+                else:
+                    var_shape = tensor_shape.unknown_shape()
+                self._variable = state_ops.variable_op_v2(var_shape, dt, name=scope)
+                with ops.colocate_with(self._variable.op):
+                    self._initializer_op = gen_ops.assign(
+                        self._variable, self._initial_value,
+                        validate_shape=validate_shape, name="Assign").op
+                self._snapshot = self._variable
         self._graph = self._variable.graph
         self._save_slice_info = None
         for c in collections:
@@ -125,6 +129,40 @@ class Variable:
 
     def _shared_name(self):
         return self.name[:self.name.index(":")]
+
+    # -- slices of a partitioned variable
+    class SaveSliceInfo:
+        """Where a variable sits in a larger one (a part of a
+        PartitionedVariable): the full variable's name and shape, and this
+        part's offset and shape in it. `spec` is the checkpoint slice spec
+        TF writes, e.g. "10 4 0,5:0,4"."""
+
+        def __init__(self, full_name=None, full_shape=None, var_offset=None,
+                     var_shape=None, save_slice_info_def=None, import_scope=None):
+            if save_slice_info_def is not None:
+                raise NotImplementedError("SaveSliceInfo(save_slice_info_def=...): "
+                                          "Runnel's VariableDef has no SaveSliceInfoDef")
+            self.full_name = full_name
+            self.full_shape = list(full_shape) if full_shape is not None else None
+            self.var_offset = list(var_offset) if var_offset is not None else None
+            self.var_shape = list(var_shape) if var_shape is not None else None
+
+        @property
+        def spec(self):
+            full = " ".join("%d" % d for d in self.full_shape) + " "
+            return full + ":".join("%d,%d" % (o, s)
+                                   for o, s in zip(self.var_offset, self.var_shape))
+
+        def __repr__(self):
+            return ("SaveSliceInfo(full_name=%r, full_shape=%r, var_offset=%r, "
+                    "var_shape=%r)" % (self.full_name, self.full_shape, self.var_offset,
+                                       self.var_shape))
+
+    def _set_save_slice_info(self, save_slice_info):
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self):
+        return self._save_slice_info
 
     # -- state
     def assign(self, value, use_locking=False, name=None, read_value=True):
@@ -202,6 +240,151 @@ Variable.__array_priority__ = 100
 
 RefVariable = Variable
 VariableV1 = Variable
+
+
+# ---------------------------------------------------------------- partitioned variables
+
+class PartitionedVariable:
+    """A variable stored as parts (tf.PartitionedVariable, TF 1.x): the
+    Variables "<name>/part_<i>", each with a SaveSliceInfo, split along one
+    axis. It iterates over its parts (sorted by offset); as a tensor it is
+    their concatenation ("<name>/ConcatPartitions/concat")."""
+
+    def __init__(self, name, shape, dtype, variable_list, partitions):
+        if not isinstance(variable_list, (list, tuple)):
+            raise TypeError("variable_list is not a list or tuple: %s" % (variable_list,))
+        if not isinstance(partitions, (list, tuple)):
+            raise TypeError("partitions is not a list or tuple: %s" % (partitions,))
+        if not all(p >= 1 for p in partitions):
+            raise ValueError("partition values must be positive: %s" % (partitions,))
+        if not variable_list:
+            raise ValueError("variable_list may not be empty")
+        shape = tensor_shape.as_shape(shape)
+        if not all(v._get_save_slice_info() is not None for v in variable_list):
+            raise ValueError("All variables must have a save_slice_info available: %s"
+                             % [v.name for v in variable_list])
+        if shape.ndims != len(partitions):
+            raise ValueError("len(shape) != len(partitions): %s vs. %s"
+                             % (shape, partitions))
+        for v in variable_list:
+            if v._get_save_slice_info().full_shape != shape.as_list():
+                raise ValueError("All variables' full shapes must match shape: %s; but "
+                                 "full shapes were: %s"
+                                 % (shape, [v._get_save_slice_info().full_shape]))
+        self._variable_list = sorted(variable_list,
+                                     key=lambda v: v._get_save_slice_info().var_offset)
+        self._name = name
+        self._shape = shape
+        self._dtype = dtypes.as_dtype(dtype)
+        self._partitions = list(partitions)
+
+    def __iter__(self):
+        return iter(self._variable_list)
+
+    def __len__(self):
+        axes = self._partition_axes()
+        if len(axes) > 1:
+            raise ValueError("Cannot get a length for %d > 1 partition axes" % len(axes))
+        return len(self._variable_list)
+
+    def __repr__(self):
+        return "<tf.PartitionedVariable '%s' shape=%s dtype=%s parts=%d>" % (
+            self._name, self._shape, self._dtype.base_dtype.name, len(self._variable_list))
+
+    def _partition_axes(self):
+        if all(p == 1 for p in self._partitions):
+            return [0]
+        return [i for i, p in enumerate(self._partitions) if p > 1]
+
+    def _concat(self):
+        from runnel.ops import array_ops
+        if len(self._variable_list) == 1:
+            with ops.name_scope(None):
+                return gen_ops.identity(self._variable_list[0], name=self._name)
+        axes = self._partition_axes()
+        if len(axes) > 1:
+            raise NotImplementedError("Cannot concatenate along more than one dimension: "
+                                      "%s.  Multi-axis partition concat is not supported"
+                                      % axes)
+        with ops.name_scope(self._name + "/ConcatPartitions/"):
+            concatenated = array_ops.concat(self._variable_list, axes[0])
+        with ops.name_scope(None):
+            return gen_ops.identity(concatenated, name=self._name)
+
+    def as_tensor(self):
+        """The parts concatenated (outside any control dependencies)."""
+        with ops.control_dependencies(None):
+            return self._concat()
+
+    @staticmethod
+    def _TensorConversionFunction(v, dtype=None, name=None, as_ref=False):  # noqa: N802
+        if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(v.dtype):
+            raise ValueError("Incompatible type conversion requested to type '%s' for "
+                             "variable of type '%s'" % (dtypes.as_dtype(dtype).name,
+                                                        v.dtype.name))
+        if as_ref:
+            raise NotImplementedError("PartitionedVariable doesn't support being used as "
+                                      "a reference.")
+        return v.as_tensor()
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return self.get_shape()
+
+    def get_shape(self):
+        return self._shape
+
+    @property
+    def graph(self):
+        return self._variable_list[0].graph
+
+    def _get_variable_list(self):
+        return self._variable_list
+
+    def _get_partitions(self):
+        return self._partitions
+
+    def _apply_assign_fn(self, assign_fn, value):
+        axes = self._partition_axes()
+        if len(axes) > 1:
+            raise NotImplementedError("Cannot do assign action along more than one "
+                                      "dimension: %s" % axes)
+        if isinstance(value, list):
+            if len(value) != len(self._variable_list):
+                raise ValueError("Expected %d values, one per partition, got %d"
+                                 % (len(self._variable_list), len(value)))
+            values = value
+        elif isinstance(value, PartitionedVariable):
+            values = list(value)
+        else:
+            from runnel.ops import array_ops
+            sizes = [v.shape[axes[0]].value for v in self._variable_list]
+            values = array_ops.split(value, sizes, axis=axes[0])
+        return [assign_fn(v, values[i]) for i, v in enumerate(self._variable_list)]
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return self._apply_assign_fn(
+            lambda v, x: v.assign(x, use_locking=use_locking, name=name), value)
+
+    def assign_add(self, value, use_locking=False, name=None, read_value=True):
+        return self._apply_assign_fn(
+            lambda v, x: v.assign_add(x, use_locking=use_locking, name=name), value)
+
+    def assign_sub(self, value, use_locking=False, name=None, read_value=True):
+        return self._apply_assign_fn(
+            lambda v, x: v.assign_sub(x, use_locking=use_locking, name=name), value)
+
+
+ops.register_tensor_conversion_function(PartitionedVariable,
+                                        PartitionedVariable._TensorConversionFunction)
 
 
 # ---------------------------------------------------------------- collections

@@ -10,6 +10,12 @@ with Runnel's C++ training::Saver):
                       (SaverDef.filename_tensor_name = "save/Const:0")
   save/SaveV2 (+ /tensor_names, /shape_and_slices)  writes every variable,
                       sorted by name, as a V2 tensor bundle (C++ kernel)
+
+A partitioned variable's parts (Variables with a SaveSliceInfo) are one
+entry, the full tensor under the full name. TF writes each part as a slice
+of it (shape_and_slices "10 4 0,4:0,4"); Runnel's kernels write whole
+tensors only, so the parts are concatenated to save and the restored
+tensor is sliced into them (any partitioning, or none, restores it).
   save/control_dependency  the prefix, after SaveV2 (save_tensor_name)
   save/RestoreV2 (+ /tensor_names, /shape_and_slices)  reads them all
   save/Assign, save/Assign_1, ...  one per variable
@@ -65,6 +71,86 @@ class _Saveable:
         self.dtype = ref.dtype.base_dtype
         self.device = ref.device
 
+    def tensor_to_save(self):
+        return self.ref
+
+    def restore(self, restored):
+        return [state_ops.assign(self.ref, restored,
+                                 validate_shape=self.ref.shape.is_fully_defined()).op]
+
+
+class _SlicedSaveable:
+    """One checkpoint entry for the parts of a partitioned variable: the
+    full tensor under its full name. TF writes each part as a slice of that
+    entry (SaveV2 shape_and_slices "10 4 0,4:0,4"); Runnel's SaveV2 and
+    RestoreV2 kernels take whole tensors only, so the parts are
+    concatenated on save and the full tensor is sliced on restore. The
+    entry is a whole tensor of the full shape, which TF's RestoreV2 also
+    restores into slices."""
+
+    def __init__(self, name, parts):
+        infos = [p._get_save_slice_info() for p in parts]
+        full_shape = infos[0].full_shape
+        for p, info in zip(parts, infos):
+            if info.full_shape != full_shape:
+                raise ValueError("Slices of %s have different full shapes: %s and %s"
+                                 % (name, full_shape, info.full_shape))
+            if p.dtype.base_dtype != parts[0].dtype.base_dtype:
+                raise ValueError("Slices of %s have different dtypes" % name)
+        order = sorted(range(len(parts)), key=lambda i: infos[i].var_offset)
+        self.parts = [parts[i] for i in order]
+        self.infos = [infos[i] for i in order]
+        self.axis = self._concat_axis(name, full_shape)
+        self.name = name
+        self.full_shape = list(full_shape)
+        self.ref = self.parts[0]._ref()
+        self.dtype = self.ref.dtype.base_dtype
+        self.device = self.ref.device
+
+    def _concat_axis(self, name, full_shape):
+        """The one axis the slices split, checking that they tile the full
+        shape along it."""
+        axes = set()
+        for info in self.infos:
+            for d, (o, n, f) in enumerate(zip(info.var_offset, info.var_shape, full_shape)):
+                if o != 0 or n != f:
+                    axes.add(d)
+        if len(axes) > 1:
+            raise _missing("Saver: slices of %s split more than one axis" % name)
+        axis = axes.pop() if axes else 0
+        pos = 0
+        for info in self.infos:
+            if info.var_offset[axis] != pos:
+                break
+            pos += info.var_shape[axis]
+        else:
+            if pos == full_shape[axis]:
+                return axis
+        raise _missing("Saver: the slices given of %s (offsets %s) do not cover it "
+                       "exactly; Runnel's SaveV2 writes whole tensors only, so a "
+                       "partitioned variable is saved with all of its parts"
+                       % (name, [i.var_offset for i in self.infos]))
+
+    def tensor_to_save(self):
+        if len(self.parts) == 1:
+            return self.parts[0]._ref()
+        with ops.colocate_with(self.ref.op):
+            return array_ops.concat([p._ref() for p in self.parts], self.axis)
+
+    def restore(self, restored):
+        from runnel.ops import misc_ops
+        check = misc_ops.assert_equal(
+            array_ops.shape(restored), constant_op.constant(self.full_shape),
+            message="checkpoint entry %s has a shape other than the partitioned "
+                    "variable's %s" % (self.name, self.full_shape))
+        assigns = []
+        with ops.control_dependencies([check]):
+            for part, info in zip(self.parts, self.infos):
+                with ops.colocate_with(part.op):
+                    piece = array_ops.slice(restored, info.var_offset, info.var_shape)
+                    assigns.append(state_ops.assign(part._ref(), piece).op)
+        return assigns
+
 
 def _as_ref(value, what):
     if isinstance(value, variables.Variable):
@@ -73,22 +159,45 @@ def _as_ref(value, what):
         return value._ref()
     if isinstance(value, ops.Tensor) and value.op.type in ("VariableV2", "Variable"):
         return value
-    if isinstance(value, (list, tuple)):
-        raise _missing("Saver: a list of variable slices (partitioned variable %r) "
-                       "is not supported by Runnel yet" % (what,))
     raise TypeError("Saver: %r is not a variable (a tf.Variable or its ref tensor); "
                     "Runnel saves ref variables only" % (value,))
 
 
+def _slices_of(value, name=None):
+    """The parts of a PartitionedVariable or a list of slices (checked as TF
+    checks them: Variables with a SaveSliceInfo, of one full variable)."""
+    parts = list(value)
+    if not parts:
+        raise ValueError("Saver: an empty list of slices for %s" % (name,))
+    full_name = None
+    for p in parts:
+        if not isinstance(p, variables.Variable):
+            raise ValueError("Slices must all be Variables: %s" % (p,))
+        info = p._get_save_slice_info()
+        if not info:
+            raise ValueError("Slices must all be slices: %s" % (p,))
+        if full_name is None:
+            full_name = info.full_name
+        elif full_name != info.full_name:
+            raise ValueError("Slices must all be from the same tensor: %s != %s"
+                             % (full_name, info.full_name))
+    return parts
+
+
 def _op_list_to_dict(var_list):
-    """{checkpoint key: ref tensor} for a list (keys are the variables' op
-    names) or a dict (keys as given); ValueError for duplicates."""
+    """{checkpoint key: ref tensor, or the list of a partitioned variable's
+    parts} for a list (keys are the variables' op names, a partitioned
+    variable's full name) or a dict (keys as given); ValueError for
+    duplicates."""
     if isinstance(var_list, dict):
         out = {}
         for name, v in var_list.items():
             if not isinstance(name, str):
                 raise TypeError("Saver: checkpoint keys must be strings: %r" % (name,))
-            out[name] = _as_ref(v, name)
+            if isinstance(v, (list, tuple, variables.PartitionedVariable)):
+                out[name] = _slices_of(v, name)
+            else:
+                out[name] = _as_ref(v, name)
         return out
     if not isinstance(var_list, (list, tuple, set)):
         raise TypeError("Variables to save should be passed in a dict or a list: %s"
@@ -96,15 +205,40 @@ def _op_list_to_dict(var_list):
     out = {}
     seen = set()
     for v in var_list:
+        if isinstance(v, (list, tuple, variables.PartitionedVariable)):
+            parts = _slices_of(v)
+            name = parts[0]._get_save_slice_info().full_name
+            if name in out:
+                raise ValueError("At least two variables have the same name: %s" % name)
+            seen.update(p._ref() for p in parts)
+            out[name] = parts
+            continue
         ref = _as_ref(v, v)
         if ref in seen:
             continue
         seen.add(ref)
+        info = (v._get_save_slice_info() if isinstance(v, variables.Variable) else None)
+        if info:
+            name = info.full_name
+            if name in out and not isinstance(out[name], list):
+                raise ValueError("Mixing slices and non-slices with the same name: %s"
+                                 % name)
+            out.setdefault(name, []).append(v)
+            continue
         name = ref.op.name
         if name in out:
+            if isinstance(out[name], list):
+                raise ValueError("Mixing slices and non-slices with the same name: %s"
+                                 % name)
             raise ValueError("At least two variables have the same name: %s" % name)
         out[name] = ref
     return out
+
+
+def _make_saveable(name, value):
+    if isinstance(value, list):
+        return _SlicedSaveable(name, value)
+    return _Saveable(name, value)
 
 
 def _all_saveable_objects(scope=None):
@@ -115,11 +249,11 @@ def _all_saveable_objects(scope=None):
 # ---------------------------------------------------------------- graph
 
 def _save_op(filename, saveables):
+    tensors = [s.tensor_to_save() for s in saveables]
     with ops.name_scope("SaveV2") as scope:
         names = constant_op.constant([s.name for s in saveables], name="tensor_names")
         slices = constant_op.constant([""] * len(saveables), name="shape_and_slices")
-        return gen_ops.save_v2(filename, names, slices, [s.ref for s in saveables],
-                               name=scope)
+        return gen_ops.save_v2(filename, names, slices, tensors, name=scope)
 
 
 def _add_save_ops(filename, saveables):
@@ -139,8 +273,7 @@ def _add_restore_ops(filename, saveables, name="restore_all"):
     assigns = []
     for s, t in zip(saveables, restored):
         with ops.colocate_with(s.ref.op):
-            assigns.append(state_ops.assign(
-                s.ref, t, validate_shape=s.ref.shape.is_fully_defined()).op)
+            assigns.extend(s.restore(t))
     return control_flow_ops.group(*assigns, name=name)
 
 
@@ -259,7 +392,7 @@ class Saver:
                 return
             raise ValueError("No variables to save")
         names_to_refs = _op_list_to_dict(var_list)
-        saveables = [_Saveable(n, r) for n, r in sorted(names_to_refs.items())]
+        saveables = [_make_saveable(n, r) for n, r in sorted(names_to_refs.items())]
         graph = saveables[0].ref.graph
         with graph.as_default(), graph.control_dependencies(None), \
                 ops.name_scope(self._name, "save", [s.ref for s in saveables]):

@@ -67,6 +67,7 @@ get_default_graph = _ops.get_default_graph
 reset_default_graph = _ops.reset_default_graph
 name_scope = _ops.name_scope
 control_dependencies = _ops.control_dependencies
+init_scope = _ops.init_scope
 device = _ops.device
 colocate_with = _ops.colocate_with
 container = _ops.container
@@ -184,6 +185,11 @@ cond = _control_flow_ops.cond
 while_loop = _control_flow_ops.while_loop
 case = _control_flow_ops.case
 
+from runnel.ops import rnn as _rnn  # noqa: E402
+from runnel.ops import tensor_array_ops as _tensor_array_ops  # noqa: E402
+TensorArray = _tensor_array_ops.TensorArray
+reverse_sequence = _rnn.reverse_sequence
+
 # -- random
 random_uniform = _random_ops.random_uniform
 random_normal = _random_ops.random_normal
@@ -232,7 +238,8 @@ for _n in ("glorot_uniform_initializer", "glorot_normal_initializer", "zeros_ini
         globals()[_n] = _v
 for _n in ("get_variable", "variable_scope", "get_variable_scope", "VariableScope",
            "AUTO_REUSE", "fixed_size_partitioner", "min_max_variable_partitioner",
-           "variable_op_scope"):
+           "variable_op_scope", "variable_axis_size_partitioner", "get_local_variable",
+           "PartitionedVariable"):
     _v = _ns.variable_scope_attr(_n)
     if _v is not None:
         globals()[_n] = _v
