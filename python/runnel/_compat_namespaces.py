@@ -51,7 +51,7 @@ def train_module():
                     "runnel.training.learning_rate_decay", "runnel.training.input",
                     "runnel.training.queue_runner", "runnel.training.coordinator",
                     "runnel.training.moving_averages", "runnel.training.session_run_hook",
-                    "runnel.training.monitored_session"):
+                    "runnel.training.monitored_session", "runnel.training.summary"):
         try:
             mod = __import__(modname, fromlist=["_"])
         except ImportError:
@@ -84,6 +84,14 @@ def saved_model_module():
         return saved_model.module()
     except ImportError:
         return missing_module("tf.saved_model", "SavedModels")
+
+
+def summary_module():
+    try:
+        from runnel.training import summary
+        return _module("tf.summary", summary.module_exports())
+    except ImportError:
+        return missing_module("tf.summary", "summaries from Python")
 
 
 def initializers_module():
