@@ -211,3 +211,25 @@ def test_damaged_event_file_raises_data_loss(tmp_path):
     open(path, "wb").write(bytes(data))
     with pytest.raises(tf.errors.DataLossError):
         list(tf.train.summary_iterator(path))
+
+
+def test_the_cpp_event_reader_reads_our_files(tmp_path):
+    """runnel events (runnel/io/event_reader.h) reads what FileWriter wrote."""
+    import json
+    import subprocess
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "build",
+                        "tools", "runnel")
+    if not os.path.exists(tool):
+        pytest.skip("build/tools/runnel is not built")
+    x = tf.placeholder(tf.float32, [])
+    s = tf.summary.scalar("loss", x)
+    with tf.Session() as sess, tf.summary.FileWriter(str(tmp_path), sess.graph) as w:
+        for step in range(3):
+            w.add_summary(sess.run(s, {x: 1.0 / (step + 1)}), step)
+    out = subprocess.run([tool, "events", str(tmp_path), "--json"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    (run,) = json.loads(out)["runs"]
+    assert (run["events"], run["graphs"], run["meta_graphs"]) == (6, 1, 1)
+    assert run["files"][0]["damage"] == []
+    assert run["tags"] == [{"tag": "loss", "kind": "scalar", "count": 3,
+                            "first_step": 0, "last_step": 2}]
