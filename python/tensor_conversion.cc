@@ -1,10 +1,14 @@
 #include "python/tensor_conversion.h"
 
+#include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "runnel/framework/allocator.h"
 #include "runnel/framework/types.h"
 
@@ -12,6 +16,67 @@ namespace runnel::python {
 namespace py = pybind11;
 
 namespace {
+
+// Note [Fed arrays]. A feed that is already a C-contiguous NumPy array of
+// the tensor's dtype, with 16-byte aligned data (NumPy's own allocations
+// are), is wrapped, not copied: the tensor's buffer is the array's memory
+// (TensorBuffer::Wrap) and holds a reference to the array, as TF 1.x's
+// session does with its TF_ManagedBuffer. Such a buffer does not own its
+// memory, so no kernel forwards it or writes it in place; a fetch of it is
+// copied. Bool arrays are copied (their bytes are normalised to 0/1), as
+// are strings. The last reference to the tensor usually goes when the
+// step returns, with the GIL held; when it goes on a thread without the
+// GIL (a queue kept the tensor), the array's reference is dropped the next
+// time a feed is converted (TF's DelayedNumpyDecref).
+constexpr uintptr_t kFeedAlignment = 16;
+
+absl::Mutex delayed_mu;
+std::vector<PyObject*>& DelayedDecrefs()
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(delayed_mu) {
+  static auto* v = new std::vector<PyObject*>;
+  return *v;
+}
+std::atomic<bool> have_delayed{false};
+
+void ReleaseArray(PyObject* array) {
+  if (PyGILState_Check()) {
+    Py_DECREF(array);
+    return;
+  }
+  absl::MutexLock l(&delayed_mu);
+  DelayedDecrefs().push_back(array);
+  have_delayed.store(true, std::memory_order_release);
+}
+
+void DropDelayedDecrefs() {  // With the GIL.
+  if (!have_delayed.load(std::memory_order_acquire)) return;
+  std::vector<PyObject*> drop;
+  {
+    absl::MutexLock l(&delayed_mu);
+    drop.swap(DelayedDecrefs());
+    have_delayed.store(false, std::memory_order_relaxed);
+  }
+  for (PyObject* a : drop) Py_DECREF(a);
+}
+
+// `arr` wrapped as a tensor (Note [Fed arrays]), or nullopt if its layout
+// does not allow it.
+std::optional<Tensor> WrapArray(py::array& arr, DataType dt,
+                                const TensorShape& shape) {
+  if (dt == DT_BOOL || shape.num_elements() == 0) return std::nullopt;
+  if ((arr.flags() & py::array::c_style) == 0) return std::nullopt;
+  if (reinterpret_cast<uintptr_t>(arr.data()) % kFeedAlignment != 0) {
+    return std::nullopt;
+  }
+  if (arr.dtype().byteorder() == '>') return std::nullopt;
+  PyObject* ref = arr.ptr();
+  Py_INCREF(ref);
+  StatusOr<Tensor> t = Tensor::FromExternal(
+      dt, shape, const_cast<void*>(arr.data()), [ref] { ReleaseArray(ref); });
+  if (!t.ok()) return std::nullopt;  // (It released the reference.)
+  if (static_cast<size_t>(arr.nbytes()) != t->TotalBytes()) return std::nullopt;
+  return *std::move(t);
+}
 
 // NumPy's type characters for each numeric DataType we share with it.
 const char* NumpyTypeChar(DataType dtype) {
@@ -199,6 +264,10 @@ StatusOr<Tensor> TensorFromPython(py::handle value, DataType dtype) {
   if (dt == DT_STRING) return StringTensorFromArray(arr);
   std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
   ASSIGN_OR_RETURN(TensorShape shape, TensorShape::FromDims(dims));
+  DropDelayedDecrefs();
+  if (std::optional<Tensor> wrapped = WrapArray(arr, dt, shape)) {
+    return *std::move(wrapped);
+  }
   ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(cpu_allocator(), dt, shape));
   if (t.NumElements() == 0) return t;
   py::array contiguous = py::array::ensure(arr, py::array::c_style);

@@ -54,6 +54,33 @@ def test_non_contiguous_and_empty_arrays():
         assert sess.run(e, {e: np.zeros([0, 3], np.float32)}).shape == (0, 3)
 
 
+def test_contiguous_feeds_are_wrapped_and_their_references_released():
+    """A C-contiguous aligned feed is wrapped (the tensor holds a reference
+    to the array while anything keeps it) and released after; nothing a
+    kernel does writes into it; fetching the fed value returns a copy."""
+    import sys
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert a.ctypes.data % 16 == 0
+    p = tf.placeholder(tf.float32, [3, 4])
+    doubled = tf.nn.relu(p) * 2.0  # Relu may forward its input: not this one
+    q = tf.FIFOQueue(2, tf.float32, shapes=[[3, 4]])
+    enqueue = q.enqueue(p)
+    dequeued = q.dequeue()
+    base = sys.getrefcount(a)
+    with tf.Session() as sess:
+        for _ in range(100):
+            got, echo = sess.run([doubled, p], {p: a})
+        assert sys.getrefcount(a) == base  # nothing leaked
+        np.testing.assert_array_equal(got, 2 * np.arange(12).reshape(3, 4))
+        np.testing.assert_array_equal(a, np.arange(12).reshape(3, 4))
+        echo[0, 0] = 99.0
+        assert a[0, 0] == 0.0  # the fetch is a copy
+        sess.run(enqueue, {p: a})
+        assert sys.getrefcount(a) == base + 1  # the queued tensor holds it
+        np.testing.assert_array_equal(sess.run(dequeued), a)
+        assert sys.getrefcount(a) == base
+
+
 def test_large_fetch_is_owned_by_the_array():
     t = tf.random_uniform([1000, 1000], seed=1)
     with tf.Session() as sess:

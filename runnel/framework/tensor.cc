@@ -75,9 +75,23 @@ TensorBuffer* TensorBuffer::SubBuffer(TensorBuffer* root, size_t offset,
   return b;
 }
 
+TensorBuffer* TensorBuffer::Wrap(void* data, size_t bytes,
+                                 std::function<void()> release) {
+  auto* b = new TensorBuffer;
+  b->data_ = data;
+  b->size_ = bytes;
+  b->release_ = new std::function<void()>(std::move(release));
+  return b;
+}
+
 TensorBuffer::~TensorBuffer() {
   if (root_ != nullptr) {
     root_->Unref();
+    return;
+  }
+  if (release_ != nullptr) {
+    if (*release_) (*release_)();
+    delete release_;
     return;
   }
   if (num_strings_ > 0) {
@@ -120,6 +134,26 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* a, DataType dtype,
         "out of memory allocating tensor with shape ", shape.DebugString(),
         " and type ", DataTypeString(dtype), " on ", a->Name());
   }
+  return Tensor(dtype, shape, b);
+}
+
+StatusOr<Tensor> Tensor::FromExternal(DataType dtype, const TensorShape& shape,
+                                      void* data,
+                                      std::function<void()> release) {
+  const size_t elem = ElementSize(dtype);
+  const bool plain = IsStorable(dtype) && !IsRefType(dtype) &&
+                     dtype != DT_STRING && dtype != DT_RESOURCE &&
+                     dtype != DT_VARIANT && elem > 0;
+  if (!plain || reinterpret_cast<uintptr_t>(data) % elem != 0) {
+    if (release) release();
+    return errors::InvalidArgument(
+        "cannot wrap external memory as a ", DataTypeString(dtype), " tensor",
+        plain ? " (the data is not aligned to its element size)"
+              : " (only plain-bytes dtypes can be wrapped)");
+  }
+  TensorBuffer* b =
+      TensorBuffer::Wrap(data, elem * static_cast<size_t>(shape.num_elements()),
+                         std::move(release));
   return Tensor(dtype, shape, b);
 }
 

@@ -1,10 +1,12 @@
 // Tensor: a typed, shaped view of a reference-counted buffer.
 //
-// Copying a Tensor shares the buffer (no data copy). Buffers are 64-byte
-// aligned. Slice() and reshaping views share the buffer too. DT_STRING
-// tensors hold std::string elements and DT_RESOURCE tensors ResourceHandle
-// elements (resource_handle.h), both constructed in place; every other
-// supported dtype is plain bytes.
+// Copying a Tensor shares the buffer (no data copy). Buffers from an
+// allocator are 64-byte aligned; Slice() and reshaping views share the
+// buffer too, so a slice's data and an external buffer's (FromExternal)
+// may be aligned to their element size only: kernels must not assume more.
+// DT_STRING tensors hold std::string elements and DT_RESOURCE tensors
+// ResourceHandle elements (resource_handle.h), both constructed in place; every
+// other supported dtype is plain bytes.
 //
 // Thread safety: a Tensor object is a value; distinct Tensor objects sharing
 // one buffer may be used from different threads. Writing the data while
@@ -13,6 +15,7 @@
 #define RUNNEL_FRAMEWORK_TENSOR_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,12 +43,18 @@ class TensorBuffer : public RefCounted {
   // A sub-range of `root` (which gains a reference).
   static TensorBuffer* SubBuffer(TensorBuffer* root, size_t offset,
                                  size_t bytes);
+  // `bytes` of memory someone else owns (a NumPy array's): `release` runs
+  // once, when the last reference goes, on whichever thread drops it. The
+  // buffer does not own its memory (OwnsMemory() is false), so no kernel
+  // forwards it to an output or writes it in place.
+  static TensorBuffer* Wrap(void* data, size_t bytes,
+                            std::function<void()> release);
 
   void* data() const { return data_; }
   size_t size() const { return size_; }
   // The buffer that owns the memory (itself unless a sub-buffer).
   TensorBuffer* root() { return root_ ? root_->root() : this; }
-  bool OwnsMemory() const { return root_ == nullptr; }
+  bool OwnsMemory() const { return root_ == nullptr && release_ == nullptr; }
 
  private:
   TensorBuffer() = default;
@@ -58,6 +67,7 @@ class TensorBuffer : public RefCounted {
   int64_t num_handles_ = 0;   // DT_RESOURCE elements.
   int64_t num_variants_ = 0;  // DT_VARIANT elements.
   TensorBuffer* root_ = nullptr;
+  std::function<void()>* release_ = nullptr;  // External memory only.
 };
 
 class Tensor {
@@ -70,6 +80,14 @@ class Tensor {
   Tensor(Allocator* a, DataType dtype, const TensorShape& shape);
   static StatusOr<Tensor> Allocate(Allocator* a, DataType dtype,
                                    const TensorShape& shape);
+  // A tensor over `data`, memory the caller owns and keeps valid (and
+  // unchanged) until `release` runs (TensorBuffer::Wrap). Only for dtypes
+  // that are plain bytes (not DT_STRING, DT_RESOURCE, DT_VARIANT), with
+  // `data` aligned to the element size: InvalidArgument otherwise, and then
+  // `release` has run before it returns.
+  static StatusOr<Tensor> FromExternal(DataType dtype, const TensorShape& shape,
+                                       void* data,
+                                       std::function<void()> release);
 
   Tensor(const Tensor& o) : dtype_(o.dtype_), shape_(o.shape_), buf_(o.buf_) {
     if (buf_) buf_->Ref();

@@ -51,6 +51,42 @@ TEST(TensorTest, SliceSharesBuffer) {
   EXPECT_EQ(t.flat<int32_t>()[2], 30);
 }
 
+TEST(TensorTest, ExternalMemoryIsReleasedOnceAndNeverOwned) {
+  alignas(16) float data[6] = {1, 2, 3, 4, 5, 6};
+  int released = 0;
+  {
+    StatusOr<Tensor> t = Tensor::FromExternal(DT_FLOAT, TensorShape({2, 3}),
+                                              data, [&] { ++released; });
+    ASSERT_TRUE(t.ok()) << t.status();
+    EXPECT_EQ(t->raw_data(), data);
+    EXPECT_EQ(t->flat<float>()[4], 5.0f);
+    // Not its memory: no kernel may forward or overwrite it.
+    EXPECT_FALSE(t->RefCountIsOne());
+    Tensor copy = *t;
+    Tensor slice = t->Slice(1, 2);
+    EXPECT_EQ(slice.flat<float>()[0], 4.0f);
+    Tensor deep = t->DeepCopy();
+    EXPECT_TRUE(deep.RefCountIsOne());
+    EXPECT_NE(deep.raw_data(), data);
+    EXPECT_EQ(released, 0);
+  }
+  EXPECT_EQ(released, 1);
+}
+
+TEST(TensorTest, ExternalMemoryOfTheWrongKindIsRefusedAndReleased) {
+  alignas(16) char bytes[32] = {};
+  int released = 0;
+  StatusOr<Tensor> s = Tensor::FromExternal(DT_STRING, TensorShape({1}), bytes,
+                                            [&] { ++released; });
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(released, 1);
+  StatusOr<Tensor> m = Tensor::FromExternal(DT_FLOAT, TensorShape({2}),
+                                            bytes + 1, [&] { ++released; });
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(m.status().message().find("aligned"), std::string::npos);
+  EXPECT_EQ(released, 2);
+}
+
 TEST(TensorTest, StringTensors) {
   Tensor t(DT_STRING, TensorShape({2}));
   t.flat<tstring>()[0] = "hello";
