@@ -102,6 +102,48 @@ class PySession {
                           py::bytes(metadata.SerializeAsString()));
   }
 
+  // Session::PRunSetup / PRun (partial runs: feeds and fetches of one
+  // step over several calls).
+  std::string PRunSetup(const std::vector<std::string>& feeds,
+                        const std::vector<std::string>& fetches,
+                        const std::vector<std::string>& targets) {
+    std::string handle;
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = session_->PRunSetup(feeds, fetches, targets, &handle);
+    }
+    ThrowIfError(s);
+    return handle;
+  }
+
+  py::list PRun(const std::string& handle, const std::vector<Feed>& feeds,
+                const std::vector<std::string>& fetches) {
+    std::vector<std::pair<std::string, Tensor>> inputs;
+    inputs.reserve(feeds.size());
+    for (const auto& [name, value, dtype] : feeds) {
+      StatusOr<Tensor> t =
+          TensorFromPython(value, static_cast<DataType>(dtype));
+      if (!t.ok()) {
+        throw StatusError(errors::InvalidArgument("cannot feed '", name,
+                                                  "': ", t.status().message()));
+      }
+      inputs.emplace_back(name, *std::move(t));
+    }
+    std::vector<Tensor> outputs;
+    Status s;
+    {
+      py::gil_scoped_release release;
+      s = session_->PRun(handle, inputs, fetches, &outputs);
+    }
+    ThrowIfError(s);
+    py::list out(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      out[i] = ValueOrThrow(TensorToPython(std::move(outputs[i])));
+    }
+    return out;
+  }
+
   void Close() {
     py::gil_scoped_release release;
     ThrowIfError(session_->Close());
@@ -164,6 +206,10 @@ void RegisterSessionBindings(py::module_& m) {
       .def("run", &PySession::Run, py::arg("feeds"), py::arg("fetches"),
            py::arg("targets"), py::arg("run_options") = std::nullopt,
            py::arg("want_metadata") = false)
+      .def("prun_setup", &PySession::PRunSetup, py::arg("feeds"),
+           py::arg("fetches"), py::arg("targets"))
+      .def("prun", &PySession::PRun, py::arg("handle"), py::arg("feeds"),
+           py::arg("fetches"))
       .def("close", &PySession::Close)
       .def("list_devices", &PySession::ListDevices);
   py::class_<PyCallable>(m, "Callable")

@@ -228,3 +228,49 @@ def test_steps_run_in_parallel_threads():
         sess.run(enq)
         t.join(10)
         assert not t.is_alive() and got == [5.0]
+
+
+# ---------------------------------------------------------------- partial runs
+
+def test_partial_run_as_tf_tests_it():
+    """TF's session_test testPartialRun: r2 is fed a value computed from the
+    first fetch of the same step."""
+    a = tf.placeholder(tf.float32, shape=[])
+    b = tf.placeholder(tf.float32, shape=[])
+    c = tf.placeholder(tf.float32, shape=[])
+    r1 = tf.add(a, b)
+    r2 = tf.multiply(r1, c)
+    with tf.Session() as sess:
+        h = sess.partial_run_setup([r1, r2], [a, b, c])
+        res = sess.partial_run(h, r1, feed_dict={a: 1, b: 2})
+        assert res == 3
+        res = sess.partial_run(h, r2, feed_dict={c: res * 17})
+        assert res == 153
+        # Fetch structures and names work as in run().
+        h = sess.partial_run_setup({"sum": r1, "prod": r2}, [a.name, b, c])
+        got = sess.partial_run(h, {"sum": r1}, {a.name: 2.0, b: 3.0})
+        assert got == {"sum": 5.0}
+        assert sess.partial_run(h, [r2], {c: 2.0}) == [10.0]
+
+
+def test_partial_run_errors():
+    a = tf.placeholder(tf.float32, shape=[])
+    b = tf.placeholder(tf.float32, shape=[])
+    r = a * b
+    with tf.Session() as sess:
+        h = sess.partial_run_setup([r], [a, b])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not specified"):
+            sess.partial_run(h, r, {tf.placeholder(tf.float32, name="other"): 1.0})
+        sess.partial_run(h, [], {a: 1.0})
+        with pytest.raises(tf.errors.InvalidArgumentError, match="already been fed"):
+            sess.partial_run(h, [], {a: 1.0})
+        with pytest.raises(ValueError, match="shape"):
+            sess.partial_run(h, r, {b: [1.0, 2.0]})
+        assert sess.partial_run(h, r, {b: 4.0}) == 4.0
+        with pytest.raises(tf.errors.InvalidArgumentError, match="unknown"):
+            sess.partial_run(h, r)
+        check = tf.check_numerics(a, "a is not finite")
+        h = sess.partial_run_setup([check], [a])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="a is not finite") as e:
+            sess.partial_run(h, check, {a: float("inf")})
+        assert e.value.op is check.op

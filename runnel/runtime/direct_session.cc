@@ -1,4 +1,5 @@
 // DirectSession: the in-process Session (DESIGN.md §3, steps 3–5).
+#include <algorithm>
 #include <atomic>
 #include <map>
 
@@ -13,9 +14,11 @@
 #include "runnel/graph/function.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/prune.h"
+#include "runnel/graph/tensor_id.h"
 #include "runnel/runtime/device_mgr.h"
 #include "runnel/runtime/executor.h"
 #include "runnel/runtime/graph_optimizer.h"
+#include "runnel/runtime/local_rendezvous.h"
 #include "runnel/runtime/partitioned_executor.h"
 #include "runnel/runtime/placer.h"
 #include "runnel/runtime/session.h"
@@ -53,6 +56,18 @@ Status CheckUntrustedGraph(const GraphDef& graph,
     }
   }
   return absl::OkStatus();
+}
+
+Status Session::PRunSetup(const std::vector<std::string>&,
+                          const std::vector<std::string>&,
+                          const std::vector<std::string>&, std::string*) {
+  return errors::Unimplemented("this session does not run partial steps");
+}
+
+Status Session::PRun(const std::string&,
+                     const std::vector<std::pair<std::string, Tensor>>&,
+                     const std::vector<std::string>&, std::vector<Tensor>*) {
+  return errors::Unimplemented("this session does not run partial steps");
 }
 
 namespace {
@@ -99,6 +114,97 @@ struct ExecutorsAndKeys {
   PruneInfo info;
   // Expected shape of each feed (from Placeholder shape attrs), if known.
   std::vector<PartialTensorShape> feed_shapes;
+};
+
+// Note [Partial runs]. A partial step cannot read its feeds from a call
+// frame: they arrive over several PRun calls while the step runs. So its
+// pruned graph's _Arg nodes become _Recv nodes, and its _Retval nodes _Send
+// nodes, of the step's own rendezvous (client_terminated, keyed by
+// PartialRunKey); PRun sends feeds into it and receives fetches from it.
+// The executor runs as soon as PRunSetup starts it: what has no unfed
+// input runs at once, the rest when its feeds arrive.
+std::string PartialRunKey(const std::string& device, bool feed,
+                          const std::string& tensor) {
+  return Rendezvous::CreateKey(device, 1, device,
+                               absl::StrCat(feed ? "feed:" : "fetch:", tensor),
+                               FrameAndIter{});
+}
+
+Status UseRendezvousForFeedsAndFetches(const PruneInfo& info, Graph* g) {
+  for (size_t i = 0; i < info.arg_nodes.size(); ++i) {
+    Node* arg = g->FindNode(info.arg_nodes[i]);
+    if (arg == nullptr) continue;  // (An optimisation may have removed it.)
+    const std::string device = arg->assigned_device_name();
+    AttrMap attrs;
+    attrs["tensor_type"] = MakeAttrValue(info.feed_types[i]);
+    attrs["tensor_name"] =
+        MakeAttrValue(absl::StrCat("feed:", info.feeds[i].ToString()));
+    attrs["send_device"] = MakeAttrValue(device);
+    attrs["send_device_incarnation"] = MakeAttrValue(int64_t{1});
+    attrs["recv_device"] = MakeAttrValue(device);
+    attrs["client_terminated"] = MakeAttrValue(true);
+    ASSIGN_OR_RETURN(Node * recv, g->AddNode(g->NewName("_prun_feed"), "_Recv",
+                                             std::move(attrs)));
+    recv->set_assigned_device_name(device);
+    const std::vector<const Edge*> out(arg->out_edges().begin(),
+                                       arg->out_edges().end());
+    for (const Edge* e : out) {
+      if (e->IsControlEdge()) {
+        g->AddControlEdge(recv, e->dst());
+      } else {
+        RETURN_IF_ERROR(g->AddEdge(recv, 0, e->dst(), e->dst_input()).status());
+      }
+    }
+    g->RemoveNode(arg);
+  }
+  for (size_t i = 0; i < info.retval_nodes.size(); ++i) {
+    Node* ret = g->FindNode(info.retval_nodes[i]);
+    if (ret == nullptr) continue;
+    const std::string device = ret->assigned_device_name();
+    AttrMap attrs;
+    attrs["T"] = MakeAttrValue(info.fetch_types[i]);
+    attrs["tensor_name"] =
+        MakeAttrValue(absl::StrCat("fetch:", info.fetches[i].ToString()));
+    attrs["send_device"] = MakeAttrValue(device);
+    attrs["send_device_incarnation"] = MakeAttrValue(int64_t{1});
+    attrs["recv_device"] = MakeAttrValue(device);
+    attrs["client_terminated"] = MakeAttrValue(true);
+    ASSIGN_OR_RETURN(Node * send, g->AddNode(g->NewName("_prun_fetch"), "_Send",
+                                             std::move(attrs)));
+    send->set_assigned_device_name(device);
+    const std::vector<const Edge*> in(ret->in_edges().begin(),
+                                      ret->in_edges().end());
+    for (const Edge* e : in) {
+      if (e->IsControlEdge()) {
+        g->AddControlEdge(e->src(), send);
+      } else {
+        RETURN_IF_ERROR(
+            g->AddEdge(e->src(), e->src_output(), send, 0).status());
+      }
+    }
+    g->RemoveNode(ret);
+  }
+  return absl::OkStatus();
+}
+
+// One partial step between PRunSetup and its last PRun.
+struct PartialRun {
+  std::shared_ptr<ExecutorsAndKeys> ek;
+  LocalRendezvous rendezvous;
+  CancellationManager cm;
+  StepResources step_resources;
+  std::vector<std::pair<std::string, Tensor>> no_inputs;
+  std::unique_ptr<StepCallFrame> frame;
+  absl::Notification done;
+  // Canonical tensor name -> index into ek->info.feeds / fetches, and each
+  // one's rendezvous key (Note [Partial runs]).
+  absl::flat_hash_map<std::string, int> feed_index, fetch_index;
+  std::vector<Rendezvous::ParsedKey> feed_keys, fetch_keys;
+
+  absl::Mutex mu;
+  std::vector<bool> fed ABSL_GUARDED_BY(mu);
+  std::vector<bool> fetched ABSL_GUARDED_BY(mu);
+  Status status ABSL_GUARDED_BY(mu);  // The step's, once it ended.
 };
 
 class DirectSession : public Session {
@@ -149,6 +255,15 @@ class DirectSession : public Session {
              const std::vector<std::string>& target_names,
              std::vector<Tensor>* outputs, RunMetadata* run_metadata) override;
 
+  Status PRunSetup(const std::vector<std::string>& input_names,
+                   const std::vector<std::string>& output_names,
+                   const std::vector<std::string>& target_nodes,
+                   std::string* handle) override;
+  Status PRun(const std::string& handle,
+              const std::vector<std::pair<std::string, Tensor>>& inputs,
+              const std::vector<std::string>& output_names,
+              std::vector<Tensor>* outputs) override;
+
   Status Close() override {
     std::vector<CancellationManager*> active;
     {
@@ -166,6 +281,18 @@ class DirectSession : public Session {
             return s->empty();
           },
           &active_steps_));
+    }
+    // Partial runs wait for their clients, not for Close: cancel them (their
+    // rendezvous aborts, so the executors finish) and wait for them.
+    absl::flat_hash_map<std::string, std::shared_ptr<PartialRun>> runs;
+    {
+      absl::MutexLock l(&partial_mu_);
+      partial_closed_ = true;
+      runs.swap(partial_runs_);
+    }
+    for (auto& [handle, run] : runs) {
+      run->cm.StartCancel();
+      run->done.WaitForNotification();
     }
     return absl::OkStatus();
   }
@@ -189,7 +316,7 @@ class DirectSession : public Session {
   StatusOr<std::shared_ptr<ExecutorsAndKeys>> BuildExecutor(
       const std::vector<std::string>& feeds,
       const std::vector<std::string>& outputs,
-      const std::vector<std::string>& targets)
+      const std::vector<std::string>& targets, bool partial_run = false)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status PlaceNodes(Graph* g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(graph_mu_);
   Status CreateKernel(Device* device, const Node& node,
@@ -223,6 +350,11 @@ class DirectSession : public Session {
   absl::flat_hash_set<CancellationManager*> active_steps_
       ABSL_GUARDED_BY(steps_mu_);
   std::atomic<int64_t> next_step_id_{1};
+
+  absl::Mutex partial_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<PartialRun>> partial_runs_
+      ABSL_GUARDED_BY(partial_mu_);
+  bool partial_closed_ ABSL_GUARDED_BY(partial_mu_) = false;
 };
 
 // RUNNEL_LOG_OPTIMIZER=1 prints what the graph passes did to each step.
@@ -283,7 +415,7 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::GetOrCreateExecutor(
 StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     const std::vector<std::string>& feeds,
     const std::vector<std::string>& outputs,
-    const std::vector<std::string>& targets) {
+    const std::vector<std::string>& targets, bool partial_run) {
   const bool place_pruned =
       options_.config.graph_options().place_pruned_graph();
   if (!placed_ && !place_pruned) {
@@ -303,6 +435,10 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
     RETURN_IF_ERROR(PlaceNodes(step_graph.get()));
   }
   PlaceFeedsAndFetches(device_mgr_->devices()[0]->name(), step_graph.get());
+  if (partial_run) {
+    RETURN_IF_ERROR(
+        UseRendezvousForFeedsAndFetches(ek->info, step_graph.get()));
+  }
   // Whitepaper §5.1: CSE, constant folding, dead-node removal
   // (GraphOptions.optimizer_options; on by default, as in TF).
   {
@@ -466,6 +602,235 @@ Status DirectSession::Run(
     outputs->push_back(std::move(frame.retvals()[i]));
   }
   return absl::OkStatus();
+}
+
+// Canonical "node:k" of a user's tensor name, for matching PRun's names
+// against PRunSetup's.
+StatusOr<std::string> CanonicalTensorName(const std::string& name) {
+  ASSIGN_OR_RETURN(TensorId id, ParseTensorName(name));
+  return id.ToString();
+}
+
+Status DirectSession::PRunSetup(const std::vector<std::string>& input_names,
+                                const std::vector<std::string>& output_names,
+                                const std::vector<std::string>& target_nodes,
+                                std::string* handle) {
+  if (handle == nullptr) {
+    return errors::InvalidArgument("PRunSetup: null handle");
+  }
+  if (output_names.empty() && target_nodes.empty()) {
+    return errors::InvalidArgument(
+        "PRunSetup needs at least one fetch or target");
+  }
+  auto run = std::make_shared<PartialRun>();
+  // (PRunSetup after Close fails in BuildExecutor's closed check, or when
+  // the run is registered below.)
+  {
+    absl::MutexLock gl(&graph_mu_);
+    RETURN_IF_ERROR(CheckNotClosed());
+    ASSIGN_OR_RETURN(run->ek,
+                     BuildExecutor(input_names, output_names, target_nodes,
+                                   /*partial_run=*/true));
+  }
+  const PruneInfo& info = run->ek->info;
+  for (size_t i = 0; i < info.feeds.size(); ++i) {
+    run->feed_index[info.feeds[i].ToString()] = static_cast<int>(i);
+  }
+  for (size_t i = 0; i < info.fetches.size(); ++i) {
+    if (!run->fetch_index.emplace(info.fetches[i].ToString(), i).second) {
+      return errors::InvalidArgument("PRunSetup: fetch '", output_names[i],
+                                     "' is listed twice");
+    }
+  }
+  // Each transfer node's device gives its key.
+  absl::flat_hash_map<std::string, std::string> device_of;
+  for (const Node* n : run->ek->executor->graph().nodes()) {
+    std::string name;
+    if ((n->type_string() == "_Recv" || n->type_string() == "_Send") &&
+        GetAttr(n->attrs(), "tensor_name", &name).ok()) {
+      device_of[name] = n->assigned_device_name();
+    }
+  }
+  auto key_of = [&](bool feed, const TensorId& t,
+                    Rendezvous::ParsedKey* key) -> Status {
+    const std::string tensor = t.ToString();
+    auto it = device_of.find(absl::StrCat(feed ? "feed:" : "fetch:", tensor));
+    if (it == device_of.end()) {
+      return errors::Internal("partial run: no transfer node for '", tensor,
+                              "'");
+    }
+    return Rendezvous::ParseKey(PartialRunKey(it->second, feed, tensor), key);
+  };
+  run->feed_keys.resize(info.feeds.size());
+  run->fetch_keys.resize(info.fetches.size());
+  for (size_t i = 0; i < info.feeds.size(); ++i) {
+    RETURN_IF_ERROR(key_of(true, info.feeds[i], &run->feed_keys[i]));
+  }
+  for (size_t i = 0; i < info.fetches.size(); ++i) {
+    RETURN_IF_ERROR(key_of(false, info.fetches[i], &run->fetch_keys[i]));
+  }
+  {
+    absl::MutexLock l(&run->mu);
+    run->fed.assign(info.feeds.size(), false);
+    run->fetched.assign(info.fetches.size(), false);
+  }
+  run->frame = std::make_unique<StepCallFrame>(run->no_inputs, 0);
+  PartitionedExecutor::Args args;
+  args.step_id = next_step_id_.fetch_add(1);
+  args.call_frame = run->frame.get();
+  args.cancellation_manager = &run->cm;
+  args.step_resources = &run->step_resources;
+  args.rendezvous = &run->rendezvous;
+  args.run_first_inline = false;  // The caller returns at once.
+  *handle = absl::StrCat(args.step_id, ";partial");
+  {
+    // Registered before it starts, so Close (which cancels what is
+    // registered and waits for it) cannot miss it.
+    absl::MutexLock l(&partial_mu_);
+    if (partial_closed_) return errors::Cancelled("session has been closed");
+    partial_runs_[*handle] = run;
+  }
+  // The callback keeps the run alive until the executor is done with it.
+  run->ek->executor->RunAsync(args, [run](const Status& s) {
+    {
+      absl::MutexLock l(&run->mu);
+      run->status = s;
+    }
+    // A failed step fails the PRuns waiting on its rendezvous. (This may
+    // run inside Close's StartCancel: it takes no session lock.)
+    if (!s.ok()) run->rendezvous.StartAbort(s);
+    run->done.Notify();
+  });
+  return absl::OkStatus();
+}
+
+Status DirectSession::PRun(
+    const std::string& handle,
+    const std::vector<std::pair<std::string, Tensor>>& inputs,
+    const std::vector<std::string>& output_names,
+    std::vector<Tensor>* outputs) {
+  if (outputs == nullptr && !output_names.empty()) {
+    return errors::InvalidArgument(
+        "PRun was given fetches but a null outputs vector");
+  }
+  std::shared_ptr<PartialRun> run;
+  {
+    absl::MutexLock l(&partial_mu_);
+    auto it = partial_runs_.find(handle);
+    if (it == partial_runs_.end()) {
+      return errors::InvalidArgument(
+          "partial run handle '", handle,
+          "' is unknown: never set up, finished, or failed earlier");
+    }
+    run = it->second;
+  }
+  const PruneInfo& info = run->ek->info;
+  std::vector<int> feeds, fetches;
+  for (const auto& [name, value] : inputs) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name));
+    auto it = run->feed_index.find(canonical);
+    if (it == run->feed_index.end()) {
+      return errors::InvalidArgument(
+          "The feed ", name, " was not specified in partial_run_setup.");
+    }
+    const int i = it->second;
+    if (value.dtype() != info.feed_types[i]) {
+      return errors::InvalidArgument(
+          "feed '", name, "' is a ", DataTypeString(value.dtype()),
+          " tensor but the graph expects ", DataTypeString(info.feed_types[i]));
+    }
+    const PartialTensorShape& want = run->ek->feed_shapes[i];
+    if (!want.IsCompatibleWith(value.shape())) {
+      return errors::InvalidArgument(
+          "feed '", name, "' has shape ", value.shape().DebugString(),
+          " but the placeholder's shape is ", want.DebugString());
+    }
+    feeds.push_back(i);
+  }
+  for (const std::string& name : output_names) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name));
+    auto it = run->fetch_index.find(canonical);
+    if (it == run->fetch_index.end()) {
+      return errors::InvalidArgument(
+          "The fetch ", name, " was not specified in partial_run_setup.");
+    }
+    fetches.push_back(it->second);
+  }
+  {
+    absl::MutexLock l(&run->mu);
+    if (!run->status.ok()) return run->status;
+    for (size_t k = 0; k < feeds.size(); ++k) {
+      if (run->fed[feeds[k]] ||
+          std::count(feeds.begin(), feeds.begin() + k, feeds[k]) > 0) {
+        return errors::InvalidArgument("The feed ", inputs[k].first,
+                                       " has already been fed.");
+      }
+    }
+    for (size_t k = 0; k < fetches.size(); ++k) {
+      if (run->fetched[fetches[k]] ||
+          std::count(fetches.begin(), fetches.begin() + k, fetches[k]) > 0) {
+        return errors::InvalidArgument("The fetch ", output_names[k],
+                                       " has already been fetched.");
+      }
+    }
+    for (int i : feeds) run->fed[i] = true;
+    for (int i : fetches) run->fetched[i] = true;
+  }
+
+  for (size_t k = 0; k < feeds.size(); ++k) {
+    RETURN_IF_ERROR(run->rendezvous.Send(run->feed_keys[feeds[k]], {},
+                                         inputs[k].second, false));
+  }
+  const int64_t timeout_ms = options_.config.operation_timeout_in_ms();
+  std::vector<Tensor> got(fetches.size());
+  for (size_t k = 0; k < fetches.size(); ++k) {
+    bool is_dead = false;
+    Status s = run->rendezvous.Recv(run->fetch_keys[fetches[k]], {}, &got[k],
+                                    &is_dead, timeout_ms);
+    if (absl::IsDeadlineExceeded(s)) {
+      run->cm.StartCancel();
+      return errors::DeadlineExceeded("partial run: fetch '", output_names[k],
+                                      "' took longer than ", timeout_ms, " ms");
+    }
+    if (!s.ok()) {
+      // The step's own error rather than the abort it caused.
+      absl::MutexLock l(&run->mu);
+      return run->status.ok() ? s : run->status;
+    }
+    if (is_dead) {
+      return errors::InvalidArgument(
+          "fetch '", output_names[k],
+          "' has no value: it is dead (computed only on a branch of a "
+          "conditional that was not taken)");
+    }
+  }
+  if (outputs != nullptr) *outputs = std::move(got);
+
+  bool complete;
+  {
+    absl::MutexLock l(&run->mu);
+    complete = std::all_of(run->fed.begin(), run->fed.end(),
+                           [](bool b) { return b; }) &&
+               std::all_of(run->fetched.begin(), run->fetched.end(),
+                           [](bool b) { return b; });
+  }
+  if (!complete) return absl::OkStatus();
+  // Every feed is in and every fetch out: the step finishes on its own.
+  if (timeout_ms > 0) {
+    if (!run->done.WaitForNotificationWithTimeout(
+            absl::Milliseconds(timeout_ms))) {
+      run->cm.StartCancel();
+      run->done.WaitForNotification();
+    }
+  } else {
+    run->done.WaitForNotification();
+  }
+  {
+    absl::MutexLock l(&partial_mu_);
+    partial_runs_.erase(handle);
+  }
+  absl::MutexLock l(&run->mu);
+  return run->status;
 }
 
 }  // namespace

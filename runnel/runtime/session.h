@@ -99,6 +99,29 @@ class Session {
                outputs, nullptr);
   }
 
+  // Partial runs (TF's Session::PRunSetup / PRun): one step whose feeds are
+  // given, and whose fetches are taken, over several calls, so a client
+  // can feed a value that depends on an earlier fetch of the same step.
+  // PRunSetup names every feed, fetch and target of the step and starts it
+  // (the step's nodes run as soon as what they need has been fed); each
+  // PRun feeds some of the feeds and waits for some of the fetches. Each
+  // feed is fed once and each fetch fetched once; the step ends, and its
+  // handle is released, when every feed has been fed and every fetch
+  // fetched (or at the first error, which every later PRun returns).
+  // Errors: InvalidArgument for a name the setup did not list, one fed or
+  // fetched twice, a value of the wrong dtype or shape, an unknown handle;
+  // the failing node's error; DeadlineExceeded when a PRun waits longer
+  // than the config's operation_timeout_in_ms; Cancelled after Close.
+  // Sessions that cannot run partial steps return Unimplemented.
+  virtual Status PRunSetup(const std::vector<std::string>& input_names,
+                           const std::vector<std::string>& output_names,
+                           const std::vector<std::string>& target_nodes,
+                           std::string* handle);
+  virtual Status PRun(const std::string& handle,
+                      const std::vector<std::pair<std::string, Tensor>>& inputs,
+                      const std::vector<std::string>& output_names,
+                      std::vector<Tensor>* outputs);
+
   // Cancels running steps and releases resources; later calls fail.
   virtual Status Close() = 0;
 

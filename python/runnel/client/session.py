@@ -175,7 +175,7 @@ def _hashable_key(fetch):
 class _RunPlan:
     """A resolved (fetch structure, feed keys) signature."""
 
-    def __init__(self, session, fetches, feed_keys):
+    def __init__(self, session, fetches, feed_keys, make_callable=True):
         graph = session.graph
         leaves = []
         self.template = _build_structure(graph, fetches, leaves)
@@ -202,8 +202,10 @@ class _RunPlan:
         self.single_leaf = self.template[0] == "leaf"
         self.fetch_names = fetch_names
         self.targets = targets
-        self.callable = _runnel.Callable(session._c, [f[0] for f in self.feeds],
-                                         [f[1] for f in self.feeds], fetch_names, targets)
+        if make_callable:
+            self.callable = _runnel.Callable(session._c, [f[0] for f in self.feeds],
+                                             [f[1] for f in self.feeds], fetch_names,
+                                             targets)
 
     def check_feed(self, i, value):
         name, dtype, dims, t = self.feeds[i]
@@ -363,11 +365,7 @@ class BaseSession:
                 if run_metadata is not None and md is not None:
                     run_metadata.ParseFromString(md)
         except errors.OpError as e:
-            for name in errors.names_in_message(e.message):
-                if name in graph._ops:
-                    e._op = graph._ops[name]
-                    e._node_def = e._op.node_def
-                    break
+            self._name_error_ops(e)
             raise
         return plan.result(outputs)
 
@@ -401,13 +399,55 @@ class BaseSession:
 
         return call
 
+    def _name_error_ops(self, e):
+        """Points an OpError at the graph's op its message names."""
+        for name in errors.names_in_message(e.message):
+            if name in self._graph._ops:
+                e._op = self._graph._ops[name]
+                e._node_def = e._op.node_def
+                break
+
     def partial_run_setup(self, fetches, feeds=None):
-        raise NotImplementedError("Session.partial_run_setup: Runnel's sessions do not "
-                                  "support partial runs yet (PartialRunSetup, issue 10)")
+        """Starts a step whose feeds are given, and whose fetches are
+        taken, over several partial_run calls (TF's
+        Session.partial_run_setup). `fetches` is every fetch (and op to
+        run) of the step, `feeds` every tensor it will feed; returns the
+        step's handle."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        plan = _RunPlan(self, fetches, list(feeds or []), make_callable=False)
+        try:
+            self._extend()
+            return self._c.prun_setup([f[0] for f in plan.feeds], plan.fetch_names,
+                                      plan.targets)
+        except errors.OpError as e:
+            self._name_error_ops(e)
+            raise
 
     def partial_run(self, handle, fetches, feed_dict=None):
-        raise NotImplementedError("Session.partial_run: Runnel's sessions do not "
-                                  "support partial runs yet (PartialRunSetup, issue 10)")
+        """Feeds `feed_dict` into the partial step `handle` and returns the
+        values of `fetches` (in their structure; an op fetches None), as
+        TF's Session.partial_run. Each feed and fetch named by
+        partial_run_setup is given / taken once; the step ends after the
+        last."""
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if isinstance(handle, bytes):
+            handle = handle.decode()
+        feed_dict = feed_dict or {}
+        plan = _RunPlan(self, fetches, tuple(feed_dict), make_callable=False)
+        feeds = []
+        for i, (f, v) in enumerate(zip(plan.feeds, feed_dict.values())):
+            if isinstance(v, ops.Tensor):
+                raise TypeError("The value of a feed cannot be a tf.Tensor object.")
+            plan.check_feed(i, v)
+            feeds.append((f[0], v, f[1]))
+        try:
+            outputs = self._c.prun(handle, feeds, plan.fetch_names)
+        except errors.OpError as e:
+            self._name_error_ops(e)
+            raise
+        return plan.result(outputs)
 
 
 class _SessionContext:
