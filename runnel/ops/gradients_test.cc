@@ -518,6 +518,95 @@ TEST(GradientsTest, UnreachableResourceGetsZerosOfItsValue) {
 }
 
 // ---------------------------------------------------------------------------
+// N-d gathers and scatters, pads, reverses, broadcasts
+
+TEST(ScatterNdGradTest, GatherNdAndScatterNd) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::GatherNd(s, x, ops::Const(s, {{1, 2}, {0, 1}, {1, 2}}));
+      },
+      Values({2, 3}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::GatherNd(s, x, Const64(s, {1, 0}));
+      },
+      Values({2, 3}));
+  CheckUnary(
+      [](const Scope& s, const Output& u) -> Output {
+        return ops::ScatterNd(s, ops::Const(s, {{3}, {1}, {3}}), u, {5, 2});
+      },
+      Values({3, 2}));
+}
+TEST(ScatterNdGradTest, TensorScatterUpdateAndAdd) {
+  for (bool add : {false, true}) {
+    SCOPED_TRACE(add);
+    CheckGrad(
+        [add](const Scope& s, const Outputs& xs) -> Outputs {
+          auto idx = ops::Const(s, {{2}, {0}});
+          if (add) return {ops::TensorScatterAdd(s, xs[0], idx, xs[1])};
+          return {ops::TensorScatterUpdate(s, xs[0], idx, xs[1])};
+        },
+        {Values({3, 2}), Values({2, 2}, -1, 1, 3)});
+  }
+}
+TEST(PadGradTest, PadAndPadV2) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::Pad(s, x, ops::Const(s, {{1, 0}, {2, 1}}));
+      },
+      Values({2, 3}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::PadV2(
+            s, x,
+            ops::Const(s, Tensor::FromVector<int64_t>({0, 2, 1, 1}, {2, 2})),
+            ops::Const(s, 3.0));
+      },
+      Values({2, 3}));
+}
+TEST(PadGradTest, MirrorPadAndItsGrad) {
+  for (const char* mode : {"REFLECT", "SYMMETRIC"}) {
+    SCOPED_TRACE(mode);
+    CheckUnary(
+        [mode](const Scope& s, const Output& x) -> Output {
+          return ops::MirrorPad(s, x, ops::Const(s, {{1, 2}, {2, 1}}), mode);
+        },
+        Values({3, 3}));
+    CheckUnary(
+        [mode](const Scope& s, const Output& dy) -> Output {
+          return ops::MirrorPadGrad(s, dy, ops::Const(s, {{1, 2}, {2, 1}}),
+                                    mode);
+        },
+        Values({6, 6}));
+  }
+}
+TEST(PadGradTest, ReverseV2AndReverseSequence) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::ReverseV2(s, x, {0, 2});
+      },
+      Values({2, 3, 2}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::ReverseSequence(s, x, Const64(s, {3, 0, 2}), 0,
+                                    ops::ReverseSequence::BatchDim(1));
+      },
+      Values({4, 3, 2}));
+}
+TEST(PadGradTest, BroadcastTo) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::BroadcastTo(s, x, {2, 3, 4});
+      },
+      Values({3, 1}));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::BroadcastTo(s, x, Const64(s, {2, 3}));
+      },
+      Values({2, 3}));
+}
+
+// ---------------------------------------------------------------------------
 // Registry
 
 // That every op has a gradient or an explicit NoGradient is
@@ -789,8 +878,94 @@ TEST(MathGradTest, Sigmoid) {
 TEST(MathGradTest, Reciprocal) {
   CheckUnary(UNARY(Reciprocal), Values(kShape23, 0.4, 2, 1, true), 1e-6);
 }
+TEST(MathGradTest, Inv) {
+  CheckUnary(UNARY(Inv), Values(kShape23, 0.4, 2, 1, true), 1e-6);
+}
+TEST(MathGradTest, Expm1) { CheckUnary(UNARY(Expm1), Values(kShape23, -2, 2)); }
+TEST(MathGradTest, Trigonometric) {
+  CheckUnary(UNARY(Sin), Values(kShape23, -3, 3));
+  CheckUnary(UNARY(Cos), Values(kShape23, -3, 3));
+  CheckUnary(UNARY(Tan), Values(kShape23, -1.2, 1.2), 1e-6);
+  CheckUnary(UNARY(Asin), Values(kShape23, -0.9, 0.9), 1e-6);
+  CheckUnary(UNARY(Acos), Values(kShape23, -0.9, 0.9), 1e-6);
+  CheckUnary(UNARY(Atan), Values(kShape23, -3, 3));
+}
+TEST(MathGradTest, Hyperbolic) {
+  CheckUnary(UNARY(Sinh), Values(kShape23, -2, 2));
+  CheckUnary(UNARY(Cosh), Values(kShape23, -2, 2));
+  CheckUnary(UNARY(Asinh), Values(kShape23, -3, 3));
+  CheckUnary(UNARY(Acosh), Values(kShape23, 1.2, 4), 1e-6);
+  CheckUnary(UNARY(Atanh), Values(kShape23, -0.9, 0.9), 1e-6);
+}
+TEST(MathGradTest, ErfErfcLgamma) {
+  CheckUnary(UNARY(Erf), Values(kShape23, -2, 2));
+  CheckUnary(UNARY(Erfc), Values(kShape23, -2, 2));
+  CheckUnary(UNARY(Lgamma), Values(kShape23, 0.3, 5), 1e-6);
+  CheckUnary(UNARY(Lgamma), Doubles({-2.5, -1.3, -0.6, 0.5}, {4}), 1e-5);
+}
+TEST(MathGradTest, DigammaGradientIsUnimplemented) {
+  // TF's needs Polygamma, which Runnel lacks: an error, not a silent zero.
+  Scope root = Scope::NewRootScope();
+  auto x = ops::Placeholder(root, DT_DOUBLE);
+  Outputs dx;
+  Status s = AddSymbolicGradients(root, {ops::Digamma(root, x)}, {x}, &dx);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(s.message(), HasSubstr("Polygamma"));
+}
+TEST(MathGradTest, Atan2) {
+  // Points away from the origin (|(x, y)| >= 0.5).
+  CheckBinary(BINARY(Atan2), 0.5, 2, true, 1e-6);
+}
+TEST(MathGradTest, ModAndTruncateMod) {
+  // Away from the jumps of trunc(x / y).
+  for (const BinaryFn& f :
+       {BinaryFn(BINARY(Mod)), BinaryFn(BINARY(TruncateMod))}) {
+    CheckGrad(
+        [&](const Scope& s, const Outputs& xs) -> Outputs {
+          return {f(s, xs[0], xs[1])};
+        },
+        {Doubles({2.5, -2.5, 7.2, -0.3}, {4}),
+         Doubles({0.8, 0.7, -1.9, 2.0}, {4})});
+    CheckBinary(f, 0.3, 0.45);  // x / y in (0.67, 1.5).
+  }
+}
+TEST(MathGradTest, Cumsum) {
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      for (int axis : {0, 1, -1}) {
+        SCOPED_TRACE(absl::StrCat("axis ", axis, exclusive ? " exclusive" : "",
+                                  reverse ? " reverse" : ""));
+        CheckGrad(
+            [&](const Scope& s, const Outputs& xs) -> Outputs {
+              return {ops::Cumsum(
+                  s, xs[0], axis,
+                  ops::Cumsum::Exclusive(exclusive).Reverse(reverse))};
+            },
+            {Values({2, 3, 2}, -1, 1)});
+      }
+    }
+  }
+}
+TEST(MathGradTest, Cumprod) {
+  // Nonzero x: TF's gradient divides by x.
+  for (bool exclusive : {false, true}) {
+    for (bool reverse : {false, true}) {
+      for (int axis : {0, 1, -1}) {
+        SCOPED_TRACE(absl::StrCat("axis ", axis, exclusive ? " exclusive" : "",
+                                  reverse ? " reverse" : ""));
+        CheckGrad(
+            [&](const Scope& s, const Outputs& xs) -> Outputs {
+              return {ops::Cumprod(
+                  s, xs[0], ops::Const(s, int64_t{axis}),
+                  ops::Cumprod::Exclusive(exclusive).Reverse(reverse))};
+            },
+            {Values({2, 3, 2}, 0.5, 1.5, 1, true)}, 1e-6);
+      }
+    }
+  }
+}
 TEST(MathGradTest, PiecewiseConstantOpsGiveZeros) {
-  for (const char* op : {"Sign", "Floor", "Ceil", "Round"}) {
+  for (const char* op : {"Sign", "Floor", "Ceil", "Round", "Rint"}) {
     SCOPED_TRACE(op);
     CheckUnary(
         [op](const Scope& s, const Output& x) -> Output {
@@ -964,6 +1139,20 @@ TEST(NNGradTest, Relu6) {
 TEST(NNGradTest, Elu) {
   CheckUnary(UNARY(Elu), Values(kShape23, 0.1, 2, 1, true));
 }
+TEST(NNGradTest, Softsign) {
+  CheckUnary(UNARY(Softsign), Values(kShape23, 0.1, 2, 1, true));
+}
+TEST(NNGradTest, Selu) {
+  CheckUnary(UNARY(Selu), Values(kShape23, 0.1, 2, 1, true));
+}
+TEST(NNGradTest, LeakyRelu) {
+  CheckUnary(UNARY(LeakyRelu), Values(kShape23, 0.1, 2, 1, true));
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::LeakyRelu(s, x, ops::LeakyRelu::Alpha(0.7f));
+      },
+      Values(kShape23, 0.1, 2, 1, true));
+}
 TEST(NNGradTest, Softplus) {
   CheckUnary(UNARY(Softplus), Values(kShape23, -3, 3));
 }
@@ -1058,6 +1247,22 @@ TEST(NNGradOpsTest, Relu6Grad) {
 TEST(NNGradOpsTest, EluGrad) {
   CheckGradOp(GRAD_OP(EluGrad), Values(kShape23, -1, 1, 1),
               Doubles({-0.9, -0.5, -0.1, 0.3, 1, 2}, kShape23));
+}
+TEST(NNGradOpsTest, SoftsignGrad) {
+  CheckGradOp(GRAD_OP(SoftsignGrad), Values(kShape23, -1, 1, 1),
+              Values(kShape23, 0.2, 2, 2, true));
+}
+TEST(NNGradOpsTest, SeluGrad) {
+  CheckGradOp(GRAD_OP(SeluGrad), Values(kShape23, -1, 1, 1),
+              Doubles({-0.9, -0.5, -0.1, 0.3, 1, 2}, kShape23));
+}
+TEST(NNGradOpsTest, LeakyReluGrad) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::LeakyReluGrad(s, xs[0], xs[1],
+                                   ops::LeakyReluGrad::Alpha(0.3f))};
+      },
+      {Values(kShape23, -1, 1, 1), Values(kShape23, 0.2, 2, 2, true)});
 }
 TEST(NNGradOpsTest, SoftplusGrad) {
   CheckGradOp(GRAD_OP(SoftplusGrad), Values(kShape23, -1, 1, 1),

@@ -220,104 +220,22 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 def pad(tensor, paddings, mode="CONSTANT", name=None, constant_values=0):
     """tensor padded by paddings ([rank, 2]: before and after each dimension).
 
-    mode "CONSTANT" fills with constant_values; "REFLECT" and "SYMMETRIC"
-    mirror the tensor without / with its edge. Runnel's core has no Pad or
-    MirrorPad op, so this composes ConcatV2 of Fill blocks (CONSTANT) and
-    GatherV2 of mirrored indices (REFLECT/SYMMETRIC, which need static
-    paddings and dimension sizes); values and gradients are TF's."""
+    mode "CONSTANT" fills with constant_values (the Pad op, or PadV2 when
+    they are not a literal 0); "REFLECT" and "SYMMETRIC" mirror the tensor
+    without / with its edge (MirrorPad), as TF's tf.pad."""
     mode = mode.upper()
-    if mode not in ("CONSTANT", "REFLECT", "SYMMETRIC"):
-        raise ValueError("Unknown padding mode: %s" % mode)
-    with ops.name_scope(name, "Pad", [tensor, paddings]) as name:
+    if mode == "CONSTANT":
+        if not isinstance(constant_values, ops.Tensor) and np.all(
+                np.asarray(constant_values) == 0):
+            return gen_ops.pad(tensor, paddings, name=name)
         tensor = ops.convert_to_tensor(tensor, name="tensor")
-        rank = tensor.shape.ndims
-        static = None
-        if not isinstance(paddings, ops.Tensor):
-            static = np.asarray(paddings)
-            if static.dtype.kind not in "iu":
-                raise TypeError("paddings must be integers, got %s" % static.dtype)
-            if static.ndim != 2 or static.shape[1] != 2:
-                raise ValueError("paddings must be a matrix with 2 columns: %s"
-                                 % (static.shape,))
-            if rank is not None and static.shape[0] != rank:
-                raise ValueError("The first dimension of paddings must be the rank of "
-                                 "inputs[%d, 2] %s" % (rank, tensor.shape))
-            if (static < 0).any():
-                raise ValueError("Paddings must be non-negative: %s" % static.tolist())
-            rank = static.shape[0]
-        else:
-            paddings = ops.convert_to_tensor(paddings, name="paddings")
-            if rank is None:
-                from runnel._compat_namespaces import MissingFeatureError
-                raise MissingFeatureError("tf.pad with tensor paddings of a tensor of "
-                                          "unknown rank")
-            if mode != "CONSTANT":
-                from runnel._compat_namespaces import MissingFeatureError
-                raise MissingFeatureError("tf.pad mode %s with tensor paddings" % mode)
-        if mode == "CONSTANT":
-            out = _pad_constant(tensor, rank, static, paddings, constant_values)
-        else:
-            out = _pad_mirror(tensor, static, mode)
-        if static is not None and tensor.shape.ndims is not None:
-            out.set_shape([None if d is None else d + int(b) + int(a)
-                           for d, (b, a) in zip(tensor.shape.as_list(), static.tolist())])
-        return identity(out, name=name)
-
-
-def _pad_constant(tensor, rank, static, paddings, constant_values):
-    value = ops.convert_to_tensor(constant_values, dtype=tensor.dtype.base_dtype,
-                                  name="constant_values")
-    out = tensor
-    for i in builtins.range(rank):
-        if static is not None:
-            before, after = int(static[i, 0]), int(static[i, 1])
-            if before == 0 and after == 0:
-                continue
-        else:
-            before, after = paddings[i, 0], paddings[i, 1]
-        dims = [out.shape[j].value for j in builtins.range(rank)]
-        if all(d is not None for j, d in enumerate(dims) if j != i):
-            def block(n):
-                return [n if j == i else d for j, d in enumerate(dims)]
-            shape_of = block if not isinstance(before, ops.Tensor) else \
-                lambda n: gen_ops.pack([ops.convert_to_tensor(n if j == i else d,
-                                                              dtype=dtypes.int32)
-                                        for j, d in enumerate(dims)], axis=0)
-        else:
-            full = shape(out)
-
-            def shape_of(n, full=full):
-                return concat([full[:i], gen_ops.reshape(ops.convert_to_tensor(
-                    n, dtype=dtypes.int32), [1]), full[i + 1:]], 0)
-        parts = []
-        if static is None or before > 0:
-            parts.append(fill(shape_of(before), value))
-        parts.append(out)
-        if static is None or after > 0:
-            parts.append(fill(shape_of(after), value))
-        out = gen_ops.concat_v2(parts, i)
-    return out
-
-
-def _pad_mirror(tensor, static, mode):
-    out = tensor
-    edge = 0 if mode == "SYMMETRIC" else 1
-    for i, (before, after) in enumerate(static.tolist()):
-        if before == 0 and after == 0:
-            continue
-        n = out.shape[i].value
-        if n is None:
-            from runnel._compat_namespaces import MissingFeatureError
-            raise MissingFeatureError("tf.pad mode %s along a dimension of unknown size"
-                                      % mode)
-        if before > n - edge or after > n - edge:
-            raise ValueError("paddings must be no greater than the dimension size: %d, %d "
-                             "greater than %d" % (before, after, n - edge))
-        idx = (list(builtins.range(before - 1 + edge, edge - 1, -1)) +
-               list(builtins.range(n)) +
-               list(builtins.range(n - 1 - edge, n - 1 - edge - after, -1)))
-        out = gen_ops.gather_v2(out, constant_op.constant(np.array(idx, np.int32)), i)
-    return out
+        return gen_ops.pad_v2(tensor, paddings,
+                              ops.convert_to_tensor(constant_values,
+                                                    dtype=tensor.dtype.base_dtype),
+                              name=name)
+    if mode in ("REFLECT", "SYMMETRIC"):
+        return gen_ops.mirror_pad(tensor, paddings, mode, name=name)
+    raise ValueError("Unknown padding mode: %s" % mode)
 
 
 def where(condition, x=None, y=None, name=None):

@@ -263,39 +263,13 @@ def _dynamic_rnn_loop(cell, inputs, initial_state, parallel_iterations, sequence
 def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None,  # noqa: A002
                      name=None, seq_dim=None, batch_dim=None):
     """Reverses the first seq_lengths[b] entries along `seq_axis` of batch
-    entry b (tf.reverse_sequence), composed from a Gather: Runnel has no
-    ReverseSequence kernel yet, so the node names differ from TF's."""
+    entry b (tf.reverse_sequence: the ReverseSequence op)."""
     seq_axis = seq_axis if seq_axis is not None else seq_dim
     batch_axis = batch_axis if batch_axis is not None else (batch_dim or 0)
     if seq_axis is None:
         raise ValueError("seq_axis must be given")
-    with ops.name_scope(name, "ReverseSequence", [input, seq_lengths]):
-        x = ops.convert_to_tensor(input, name="input")
-        lengths = math_ops.cast(ops.convert_to_tensor(seq_lengths, name="seq_lengths"),
-                                dtypes.int32)
-        rank = x.shape.ndims
-        if rank is None:
-            raise ValueError("reverse_sequence needs the input's rank")
-        # Move batch to axis 0 and seq to axis 1, reverse there, move back.
-        others = [a for a in range(rank) if a not in (batch_axis, seq_axis)]
-        perm = [batch_axis, seq_axis] + others
-        xt = array_ops.transpose(x, perm)
-        shape = array_ops.shape(xt)
-        b, t = shape[0], shape[1]
-        steps = gen_ops.range(0, t, 1)
-        lens = array_ops.expand_dims(lengths, 1)
-        src = array_ops.where(steps[None, :] < lens, lens - 1 - steps[None, :],
-                              steps[None, :] + 0 * lens)
-        # Flatten [batch, time] to rows and gather row b*t + src[b, step].
-        rows = array_ops.expand_dims(gen_ops.range(0, b, 1), 1) * t + src
-        flat_shape = array_ops.concat([array_ops.reshape(b * t, [1]), shape[2:]], 0)
-        yt = array_ops.reshape(
-            array_ops.gather(array_ops.reshape(xt, flat_shape),
-                             array_ops.reshape(rows, [-1])), shape)
-        inverse = [perm.index(a) for a in range(rank)]
-        y = array_ops.transpose(yt, inverse)
-        y.set_shape(x.shape)
-        return y
+    return gen_ops.reverse_sequence(input, seq_lengths, seq_dim=seq_axis,
+                                    batch_dim=batch_axis, name=name)
 
 
 def _reverse(x, seq_lengths, seq_axis, batch_axis):
