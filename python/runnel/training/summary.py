@@ -15,7 +15,8 @@ read: first Event{wall_time, file_version "brain.Event:2"}, then one Event
 per add_* call, written by a background thread from a queue of at most
 `max_queue` events and flushed every `flush_secs`, on flush() and close().
 Two writers starting in the same second get distinct files (".1", ".2"
-before the suffix), so no writer truncates another's.
+before the suffix), so no writer truncates another's (TF's would). As in TF,
+using a closed FileWriter warns and drops the event until reopen().
 """
 
 import os
@@ -24,12 +25,17 @@ import re
 import socket
 import threading
 import time
+import warnings
 
+from google.protobuf import json_format
+
+from runnel._compat_namespaces import MissingFeatureError
 from runnel.framework import dtypes
 from runnel.framework import errors
 from runnel.framework import ops
 from runnel.ops import gen_ops
 from runnel.proto import event_pb2
+from runnel.proto import graph_pb2
 from runnel.proto import meta_graph_pb2
 from runnel.proto import summary_pb2
 from runnel.training import io_ops
@@ -175,12 +181,19 @@ def merge_all(key=ops.GraphKeys.SUMMARIES, scope=None, name=None):
 
 
 def get_summary_description(node_def):
-    """The SummaryDescription of a TensorSummary node."""
+    """The SummaryDescription of a TensorSummary node (its `description`
+    attr is JSON, as in TF)."""
     if node_def.op != "TensorSummary":
         raise ValueError("Can't get_summary_description on %s" % node_def.op)
     description = SummaryDescription()
-    description.ParseFromString(node_def.attr["description"].s)
+    json_format.Parse(node_def.attr["description"].s.decode("utf-8"), description)
     return description
+
+
+def all_v2_summary_ops():
+    """The TF 2 summary ops of the graph: always [] in Runnel, which has
+    no tf.contrib.summary / tf.summary v2 ops."""
+    return ops.get_collection("_SUMMARY_V2")
 
 
 # ---------------------------------------------------------------- writing
@@ -269,10 +282,13 @@ class _EventFileWriter:
     def get_logdir(self):
         return self._logdir
 
+    @property
+    def closed(self):
+        return self._closed
+
     def add_event(self, event):
         if self._closed:
-            raise errors.FailedPreconditionError(
-                None, None, "the event file %s is closed" % self._path)
+            return
         self._check()
         self._queue.put(event.SerializeToString())
 
@@ -310,19 +326,31 @@ class FileWriter:
     def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120,
                  graph_def=None, filename_suffix=None, session=None):
         if session is not None:
-            raise NotImplementedError("tf.summary.FileWriter(session=...): the "
+            raise MissingFeatureError("tf.summary.FileWriter(session=...): the "
                                       "summary-op writer is not in Runnel's Python API")
         self.event_writer = _EventFileWriter(logdir, max_queue, flush_secs,
                                              filename_suffix)
         self._seen_summary_tags = set()
+        self._session_run_tags = set()
         if graph is not None or graph_def is not None:
             self.add_graph(graph=graph, graph_def=graph_def)
-            gd = graph_def if graph_def is not None else graph.as_graph_def()
-            meta = meta_graph_pb2.MetaGraphDef()
-            meta.graph_def.CopyFrom(gd)
-            self.add_meta_graph(meta)
+            # As TF: the meta graph of this graph_def, with the default graph's
+            # collections and the stripped op list.
+            from runnel.training import saver
+            gd = graph_def if graph_def is not None else (
+                graph.as_graph_def(add_shapes=True) if isinstance(graph, ops.Graph)
+                else graph)
+            if isinstance(gd, ops.Graph):
+                gd = gd.as_graph_def(add_shapes=True)
+            self.add_meta_graph(saver.export_meta_graph(graph_def=gd))
+
+    def _warn_if_closed(self):
+        if self.event_writer.closed:
+            warnings.warn("Attempting to use a closed FileWriter. The operation will "
+                          "be a noop unless the FileWriter is explicitly reopened.")
 
     def _add_event(self, event, step):
+        self._warn_if_closed()
         event.wall_time = time.time()
         if step is not None:
             event.step = int(step)
@@ -365,14 +393,17 @@ class FileWriter:
         if graph is not None and graph_def is not None:
             raise ValueError("Please pass only graph, or graph_def (deprecated), but "
                              "not both.")
+        if isinstance(graph_def, ops.Graph):
+            graph, graph_def = graph_def, None
         if isinstance(graph, ops.Graph):
-            gd = graph.as_graph_def()
-        elif graph is not None:
-            gd = graph  # A GraphDef passed positionally, as TF allows.
-        elif graph_def is not None:
+            gd = graph.as_graph_def(add_shapes=True)
+        elif isinstance(graph, graph_pb2.GraphDef):
+            gd = graph
+        elif isinstance(graph_def, graph_pb2.GraphDef):
             gd = graph_def
         else:
-            raise TypeError("add_graph needs a tf.Graph or a GraphDef")
+            raise TypeError("The passed graph must be an instance of `Graph` or the "
+                            "deprecated `GraphDef`")
         self._add_event(Event(graph_def=gd.SerializeToString()), global_step)
 
     def add_meta_graph(self, meta_graph_def, global_step=None):
@@ -383,17 +414,23 @@ class FileWriter:
                         global_step)
 
     def add_run_metadata(self, run_metadata, tag, global_step=None):
+        """A step's RunMetadata under `tag` (each tag once, as TF)."""
+        if tag in self._session_run_tags:
+            raise ValueError("The provided tag was already used for this event type")
+        self._session_run_tags.add(tag)
         tagged = TaggedRunMetadata(tag=tag,
                                    run_metadata=run_metadata.SerializeToString())
         self._add_event(Event(tagged_run_metadata=tagged), global_step)
 
     def add_event(self, event):
+        self._warn_if_closed()
         self.event_writer.add_event(event)
 
     def get_logdir(self):
         return self.event_writer.get_logdir()
 
     def flush(self):
+        self._warn_if_closed()
         self.event_writer.flush()
 
     def close(self):
@@ -445,10 +482,10 @@ def module_exports():
         "scalar": scalar, "histogram": histogram, "image": image, "audio": audio,
         "text": text, "tensor_summary": tensor_summary, "merge": merge,
         "merge_all": merge_all, "get_summary_description": get_summary_description,
+        "all_v2_summary_ops": all_v2_summary_ops,
         "FileWriter": FileWriter, "FileWriterCache": FileWriterCache,
         "Summary": Summary, "SummaryDescription": SummaryDescription, "Event": Event,
         "SessionLog": SessionLog, "TaggedRunMetadata": TaggedRunMetadata,
-        "summary_iterator": summary_iterator,
     }
 
 
