@@ -151,6 +151,20 @@ def io_module():
         return missing_module("tf.io", "tf.io")
 
 
+def python_io_module():
+    """tf.python_io: TFRecord files."""
+    try:
+        from runnel.training import io_ops
+    except ImportError:
+        return missing_module("tf.python_io", "tf.python_io")
+    return _module("tf.python_io", {
+        "TFRecordWriter": io_ops.TFRecordWriter,
+        "TFRecordOptions": io_ops.TFRecordOptions,
+        "TFRecordCompressionType": io_ops.TFRecordCompressionType,
+        "tf_record_iterator": io_ops.tf_record_iterator,
+    })
+
+
 def gfile_module():
     try:
         from runnel.training import gfile

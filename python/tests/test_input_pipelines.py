@@ -375,3 +375,18 @@ def test_fixed_length_and_identity_readers(tmp_path):
         s.run(work.close())
         assert _drain(s, [key, value]) == [[b"u1", b"u1"], [b"u2", b"u2"]]
     assert [g.tolist() for g in got] == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_tf1_top_level_io_names(tmp_path):
+    """TF 1.x programs spell these tf.python_io.* and tf.FixedLenFeature /
+    tf.parse_single_example; they are the tf.io objects."""
+    p = str(tmp_path / "names.tfrecord")
+    with tf.python_io.TFRecordWriter(p) as w:
+        w.write(_example(5))
+    (record,) = list(tf.python_io.tf_record_iterator(p))
+    assert tf.python_io.TFRecordWriter is tf.io.TFRecordWriter
+    assert tf.FixedLenFeature is tf.io.FixedLenFeature
+    feats = tf.parse_single_example(tf.constant(record),
+                                    {"id": tf.FixedLenFeature([], tf.int64)})
+    with tf.Session() as s:
+        assert s.run(feats["id"]) == 5

@@ -220,6 +220,7 @@ data = _ns.missing_module("tf.data", "tf.data from Python")
 image = _ns.missing_module("tf.image", "image ops from Python")
 sparse = _ns.missing_module("tf.sparse", "sparse tensors from Python")
 io = _ns.io_module()
+python_io = _ns.python_io_module()
 gfile = _ns.gfile_module()
 logging = _ns.logging_module()
 app = _ns.app_module()
@@ -245,7 +246,8 @@ for _n in ("get_variable", "variable_scope", "get_variable_scope", "VariableScop
         globals()[_n] = _v
 for _n in ("FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue", "PriorityQueue",
            "QueueBase", "TFRecordReader", "TextLineReader", "FixedLengthRecordReader",
-           "WholeFileReader", "IdentityReader", "ReaderBase"):
+           "WholeFileReader", "IdentityReader", "ReaderBase", "FixedLenFeature",
+           "VarLenFeature", "parse_single_example"):
     _v = _ns.io_attr(_n)
     if _v is not None:
         globals()[_n] = _v
