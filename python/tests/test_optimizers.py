@@ -382,14 +382,7 @@ def test_decayed_rate_trains():
 
 
 def test_cosine_decay():
-    """Closed form when the Cos op exists; MissingFeatureError naming it
-    while Runnel's core lacks it."""
-    gs = tf.train.get_or_create_global_step()
-    if "Cos" not in tf.raw_ops.__dict__:
-        with pytest.raises(NotImplementedError, match="Cos op"):
-            tf.train.cosine_decay(0.1, gs, 100)
-        return
-    tf.reset_default_graph()
+    """TF's closed form."""
     got = _eval_at_steps(lambda g: tf.train.cosine_decay(0.1, g, 100, alpha=0.1), STEPS)
     want = [0.1 * (0.9 * 0.5 * (1 + math.cos(math.pi * min(s, 100) / 100)) + 0.1)
             for s in STEPS]

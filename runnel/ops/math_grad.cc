@@ -72,6 +72,35 @@ Status FloorModGrad(const Scope& s, const Operation& op, const Outputs& dz,
 }
 REGISTER_GRADIENT("FloorMod", FloorModGrad);
 
+// z = x - trunc(x / y) * y: dx = dz, dy = -trunc(x / y) * dz. TF registers
+// no gradient for Mod and TruncateMod; this one is FloorMod's with the
+// truncated quotient.
+Status TruncateModGrad(const Scope& s, const Operation& op, const Outputs& dz,
+                       Outputs* dx) {
+  const Output x = op.input(0), y = op.input(1);
+  const Output q = ops::TruncateDiv(s, x, y);
+  grad::ReduceForBroadcast(s, x, y, dz[0], ops::Mul(s, dz[0], ops::Neg(s, q)),
+                           dx);
+  return s.status();
+}
+REGISTER_GRADIENT("Mod", TruncateModGrad);
+REGISTER_GRADIENT("TruncateMod", TruncateModGrad);
+
+REGISTER_NO_GRADIENT("TruncateDiv", "piecewise constant (an integer quotient)");
+
+// z = atan2(y, x): dy = dz * x / (x^2 + y^2), dx = -dz * y / (x^2 + y^2).
+// (TF does not reduce these for broadcasting; we do.)
+Status Atan2Grad(const Scope& s, const Operation& op, const Outputs& dz,
+                 Outputs* dx) {
+  const Output y = op.input(0), x = op.input(1);
+  const Output dz_inv = ops::RealDiv(
+      s, dz[0], ops::AddV2(s, ops::Square(s, x), ops::Square(s, y)));
+  grad::ReduceForBroadcast(s, y, x, ops::Mul(s, x, dz_inv),
+                           ops::Mul(s, ops::Neg(s, y), dz_inv), dx);
+  return s.status();
+}
+REGISTER_GRADIENT("Atan2", Atan2Grad);
+
 // z = max(x, y): the gradient goes to x where x >= y, else to y (ties go
 // to x, as in TF).
 Status MaximumGrad(const Scope& s, const Operation& op, const Outputs& dz,
@@ -213,11 +242,204 @@ Status ReciprocalGrad(const Scope& s, const Operation& op, const Outputs& dy,
   return s.status();
 }
 REGISTER_GRADIENT("Reciprocal", ReciprocalGrad);
+REGISTER_GRADIENT("Inv", ReciprocalGrad);
+
+// y = e^x - 1: dx = dy * e^x.
+Status Expm1Grad(const Scope& s, const Operation& op, const Outputs& dy,
+                 Outputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Exp(s, op.input(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Expm1", Expm1Grad);
+
+// y = sin(x): dx = dy * cos(x).
+Status SinGrad(const Scope& s, const Operation& op, const Outputs& dy,
+               Outputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Cos(s, op.input(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Sin", SinGrad);
+
+// y = cos(x): dx = -dy * sin(x).
+Status CosGrad(const Scope& s, const Operation& op, const Outputs& dy,
+               Outputs* dx) {
+  dx->push_back(ops::Neg(s, ops::Mul(s, dy[0], ops::Sin(s, op.input(0)))));
+  return s.status();
+}
+REGISTER_GRADIENT("Cos", CosGrad);
+
+// y = tan(x): dx = dy * sec(x)^2 = dy / cos(x)^2.
+Status TanGrad(const Scope& s, const Operation& op, const Outputs& dy,
+               Outputs* dx) {
+  const Output sec = ops::Reciprocal(s, ops::Cos(s, op.input(0)));
+  dx->push_back(ops::Mul(s, dy[0], ops::Square(s, sec)));
+  return s.status();
+}
+REGISTER_GRADIENT("Tan", TanGrad);
+
+// 1 / sqrt(1 - x^2), the derivative of asin (and minus that of acos).
+Output InvSqrtOneMinusSquare(const Scope& s, const Output& x) {
+  return ops::Reciprocal(s, ops::Sqrt(s, ops::Sub(s, 1, ops::Square(s, x))));
+}
+
+// y = asin(x): dx = dy / sqrt(1 - x^2).
+Status AsinGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], InvSqrtOneMinusSquare(s, op.input(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Asin", AsinGrad);
+
+// y = acos(x): dx = -dy / sqrt(1 - x^2).
+Status AcosGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  dx->push_back(
+      ops::Neg(s, ops::Mul(s, dy[0], InvSqrtOneMinusSquare(s, op.input(0)))));
+  return s.status();
+}
+REGISTER_GRADIENT("Acos", AcosGrad);
+
+// y = atan(x): dx = dy / (1 + x^2).
+Status AtanGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  const Output inv =
+      ops::Reciprocal(s, ops::AddV2(s, 1, ops::Square(s, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], inv));
+  return s.status();
+}
+REGISTER_GRADIENT("Atan", AtanGrad);
+
+// y = sinh(x): dx = dy * cosh(x).
+Status SinhGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Cosh(s, op.input(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Sinh", SinhGrad);
+
+// y = cosh(x): dx = dy * sinh(x).
+Status CoshGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Sinh(s, op.input(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Cosh", CoshGrad);
+
+// y = asinh(x): dx = dy / cosh(y).
+Status AsinhGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                 Outputs* dx) {
+  dx->push_back(ops::RealDiv(s, dy[0], ops::Cosh(s, op.output(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Asinh", AsinhGrad);
+
+// y = acosh(x): dx = dy / sinh(y).
+Status AcoshGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                 Outputs* dx) {
+  dx->push_back(ops::RealDiv(s, dy[0], ops::Sinh(s, op.output(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Acosh", AcoshGrad);
+
+// y = atanh(x): dx = dy / (1 - x^2).
+Status AtanhGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                 Outputs* dx) {
+  const Output inv =
+      ops::Reciprocal(s, ops::Sub(s, 1, ops::Square(s, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], inv));
+  return s.status();
+}
+REGISTER_GRADIENT("Atanh", AtanhGrad);
+
+constexpr double kTwoOverSqrtPi = 1.1283791670955126;  // 2 / sqrt(pi)
+
+// y = erf(x): dx = dy * 2/sqrt(pi) * exp(-x^2).
+Status ErfGrad(const Scope& s, const Operation& op, const Outputs& dy,
+               Outputs* dx) {
+  const Output e = ops::Exp(s, ops::Neg(s, ops::Square(s, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], ops::Mul(s, kTwoOverSqrtPi, e)));
+  return s.status();
+}
+REGISTER_GRADIENT("Erf", ErfGrad);
+
+// y = erfc(x): dx = -dy * 2/sqrt(pi) * exp(-x^2).
+Status ErfcGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  const Output e = ops::Exp(s, ops::Neg(s, ops::Square(s, op.input(0))));
+  dx->push_back(ops::Mul(s, dy[0], ops::Mul(s, -kTwoOverSqrtPi, e)));
+  return s.status();
+}
+REGISTER_GRADIENT("Erfc", ErfcGrad);
+
+// y = log|Gamma(x)|: dx = dy * digamma(x).
+Status LgammaGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                  Outputs* dx) {
+  dx->push_back(ops::Mul(s, dy[0], ops::Digamma(s, op.input(0))));
+  return s.status();
+}
+REGISTER_GRADIENT("Lgamma", LgammaGrad);
+
+// y = digamma(x): TF's dx = dy * polygamma(1, x), and Runnel has no
+// Polygamma op. An error rather than REGISTER_NO_GRADIENT, which would make
+// the gradient silently zero.
+Status DigammaGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                   Outputs* dx) {
+  return errors::Unimplemented(
+      "The gradient of Digamma (node ", op.node()->name(),
+      ") needs Polygamma(1, x), which Runnel does not have yet");
+}
+REGISTER_GRADIENT("Digamma", DigammaGrad);
 
 REGISTER_NO_GRADIENT("Sign", "piecewise constant: zero derivative a.e.");
 REGISTER_NO_GRADIENT("Floor", "piecewise constant: zero derivative a.e.");
 REGISTER_NO_GRADIENT("Ceil", "piecewise constant: zero derivative a.e.");
 REGISTER_NO_GRADIENT("Round", "piecewise constant: zero derivative a.e.");
+REGISTER_NO_GRADIENT("Rint", "piecewise constant: zero derivative a.e.");
+REGISTER_NO_GRADIENT("IsInf", "a predicate (bool output)");
+
+// ---------------------------------------------------------------------------
+// Scans
+
+// Reads the exclusive and reverse attrs of a Cumsum or Cumprod.
+Status ScanAttrs(const Operation& op, bool* exclusive, bool* reverse) {
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "exclusive", exclusive));
+  return GetAttr(op.node()->attrs(), "reverse", reverse);
+}
+
+// out = cumsum(x): each x[i] reaches out[j] for j >= i (j > i if exclusive),
+// so dx is the cumsum of dout the other way round.
+Status CumsumGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                  Outputs* dx) {
+  bool exclusive, reverse;
+  RETURN_IF_ERROR(ScanAttrs(op, &exclusive, &reverse));
+  dx->push_back(
+      ops::Cumsum(s, dy[0], op.input(1),
+                  ops::Cumsum::Exclusive(exclusive).Reverse(!reverse)));
+  dx->push_back(NoGradient());
+  return s.status();
+}
+REGISTER_GRADIENT("Cumsum", CumsumGrad);
+
+// out = cumprod(x), TF's _CumprodGrad: dx = cumsum(out * dout, the other way
+// round) / x, with 0 where x == 0 (div_no_nan). Exact only where x != 0, as
+// in TF.
+Status CumprodGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                   Outputs* dx) {
+  bool exclusive, reverse;
+  RETURN_IF_ERROR(ScanAttrs(op, &exclusive, &reverse));
+  const Output x = op.input(0), axis = op.input(1);
+  const Output prod = ops::Cumprod(
+      s, x, axis, ops::Cumprod::Exclusive(exclusive).Reverse(reverse));
+  const Output sum =
+      ops::Cumsum(s, ops::Mul(s, prod, dy[0]), axis,
+                  ops::Cumsum::Exclusive(exclusive).Reverse(!reverse));
+  const Output zero = ops::Equal(s, x, 0);
+  const Output safe_x = ops::SelectV2(s, zero, 1, x);
+  dx->push_back(ops::SelectV2(s, zero, 0, ops::RealDiv(s, sum, safe_x)));
+  dx->push_back(NoGradient());
+  return s.status();
+}
+REGISTER_GRADIENT("Cumprod", CumprodGrad);
 
 // ---------------------------------------------------------------------------
 // Comparisons and logic: bool outputs.

@@ -1,6 +1,7 @@
 // Element-wise math ops: binary arithmetic with NumPy broadcasting, unary
-// functions, comparisons, logical ops, Select/SelectV2, Cast, AddN and
-// BroadcastGradientArgs. Names, attrs and semantics follow TensorFlow.
+// functions, comparisons, logical ops, the scans Cumsum/Cumprod,
+// Select/SelectV2, Cast, AddN and BroadcastGradientArgs. Names, attrs and
+// semantics follow TensorFlow.
 //
 // Integers (Note [Integer semantics] in runnel/cpu/integer.h): arithmetic
 // wraps (two's complement), as in TensorFlow. Div truncates toward zero,
@@ -276,6 +277,75 @@ REGISTER_OP("FloorMod")
 floats it is `fmod(x, y)` plus `y` when the signs differ. An integer divisor
 of 0 is an error.)doc");
 REGISTER_BINARY_REAL("FloorMod", FloorModFn);
+
+// Remainder with the sign of the dividend (C's % and fmod): Mod(-7, 2) == -1,
+// Mod(7, -2) == 1. Mod and TruncateMod are the same op under two names.
+struct TruncateModFn {
+  static constexpr int64_t kCost = 8;
+  static constexpr Check kCheck = Check::kNonZeroDivisor;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (kIsInt<T>) {
+      return TruncMod(a, b);
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+REGISTER_OP("Mod")
+    .BINARY_OP(REAL_TYPES)
+    .Doc(R"doc(Returns the element-wise remainder of division, as C's `%`.
+
+The result has the sign of `x` (`fmod` for floats); see FloorMod for Python's
+`%`. An integer divisor of 0 is an error.)doc");
+REGISTER_BINARY_REAL("Mod", TruncateModFn);
+REGISTER_OP("TruncateMod")
+    .BINARY_OP(REAL_TYPES)
+    .Doc(R"doc(Returns the element-wise remainder of truncating division.
+
+`x - trunc(x / y) * y`, with the sign of `x` (`fmod` for floats). An integer
+divisor of 0 is an error.)doc");
+REGISTER_BINARY_REAL("TruncateMod", TruncateModFn);
+
+// x / y rounded toward zero: TruncateDiv(-7, 2) == -3.
+struct TruncateDivFn {
+  static constexpr int64_t kCost = 5;
+  static constexpr Check kCheck = Check::kNonZeroDivisor;
+  template <typename T>
+  T operator()(T a, T b) const {
+    if constexpr (kIsInt<T>) {
+      return TruncDiv(a, b);
+    } else {
+      return std::trunc(a / b);
+    }
+  }
+};
+REGISTER_OP("TruncateDiv")
+    .BINARY_OP(REAL_TYPES)
+    .Doc(R"doc(Returns x / y element-wise, rounded toward zero (C semantics).
+
+An integer divisor of 0 is an error.)doc");
+REGISTER_BINARY_REAL("TruncateDiv", TruncateDivFn);
+
+// The angle of the point (x, y): atan(y / x) in the right quadrant.
+struct Atan2Fn {
+  static constexpr int64_t kCost = 20;
+  template <typename T>
+  T operator()(T y, T x) const {
+    return std::atan2(y, x);
+  }
+};
+REGISTER_OP("Atan2")
+    .Input("y: T")
+    .Input("x: T")
+    .Output("z: T")
+    .Attr("T: {" FLOAT_TYPES "}")
+    .SetShapeFn(shape_fns::BroadcastBinaryOpShape)
+    .Doc(R"doc(Computes arctangent of y/x element-wise, respecting signs.
+
+The result is in [-pi, pi]: the angle of the point (x, y), as C's atan2,
+with NumPy broadcasting.)doc");
+REGISTER_BINARY_FLOAT("Atan2", Atan2Fn);
 
 // NaN-propagating for floats (as TensorFlow's Eigen::PropagateNaN).
 struct MaximumFn {
@@ -678,6 +748,125 @@ EIGEN_UNARY_OP("Ceil", CeilFn, 1, a.ceil(),
                "Returns the smallest integer not less than x, element-wise.");
 EIGEN_UNARY_OP("Reciprocal", ReciprocalFn, 1, a.inverse(),
                "Computes 1 / x element-wise.");
+EIGEN_UNARY_OP("Inv", InvFn, 1, a.inverse(),
+               "Computes 1 / x element-wise (the old name of Reciprocal).");
+EIGEN_UNARY_OP("Expm1", Expm1Fn, 3, a.expm1(),
+               "Computes exp(x) - 1 element-wise, accurate near 0.");
+EIGEN_UNARY_OP("Sin", SinFn, 4, a.sin(), "Computes sine element-wise.");
+EIGEN_UNARY_OP("Cos", CosFn, 4, a.cos(), "Computes cosine element-wise.");
+EIGEN_UNARY_OP("Tan", TanFn, 10, a.tan(), "Computes tangent element-wise.");
+EIGEN_UNARY_OP("Asin", AsinFn, 10, a.asin(),
+               "Computes arcsine element-wise: in [-pi/2, pi/2], NaN outside "
+               "[-1, 1].");
+EIGEN_UNARY_OP("Acos", AcosFn, 10, a.acos(),
+               "Computes arccosine element-wise: in [0, pi], NaN outside "
+               "[-1, 1].");
+EIGEN_UNARY_OP("Atan", AtanFn, 10, a.atan(),
+               "Computes arctangent element-wise: in (-pi/2, pi/2).");
+EIGEN_UNARY_OP("Sinh", SinhFn, 10, a.sinh(),
+               "Computes the hyperbolic sine element-wise.");
+EIGEN_UNARY_OP("Cosh", CoshFn, 10, a.cosh(),
+               "Computes the hyperbolic cosine element-wise.");
+EIGEN_UNARY_OP("Asinh", AsinhFn, 10, a.asinh(),
+               "Computes the inverse hyperbolic sine element-wise.");
+EIGEN_UNARY_OP("Acosh", AcoshFn, 10, a.acosh(),
+               "Computes the inverse hyperbolic cosine element-wise (NaN for "
+               "x < 1).");
+EIGEN_UNARY_OP("Atanh", AtanhFn, 10, a.atanh(),
+               "Computes the inverse hyperbolic tangent element-wise: +-inf "
+               "at +-1, NaN outside [-1, 1].");
+
+REGISTER_OP("Rint")
+    .UNARY_OP(FLOAT_TYPES)
+    .Doc(R"doc(Returns the integer closest to x element-wise, half to even.
+
+Rint(-1.5) == -2, Rint(0.5) == 0, Rint(2.5) == 2.)doc");
+REGISTER_UNARY_FLOAT("Rint", RintFn);
+
+#define ELEMENT_UNARY_OP(name, F, cost, expr, doc)  \
+  struct F : ElementUnary<F, cost> {                \
+    template <typename T>                           \
+    static T Apply(T v) {                           \
+      return expr;                                  \
+    }                                               \
+  };                                                \
+  REGISTER_OP(name).UNARY_OP(FLOAT_TYPES).Doc(doc); \
+  REGISTER_UNARY_FLOAT(name, F)
+
+// lgamma_r: std::lgamma writes the global signgam, a data race across the
+// threads of ParallelFor.
+template <typename T>
+T LogAbsGamma(T v) {
+  int sign;
+  if constexpr (std::is_same_v<T, float>) {
+    return ::lgammaf_r(v, &sign);
+  } else {
+    return ::lgamma_r(v, &sign);
+  }
+}
+
+// psi(x) = d/dx log Gamma(x), in double: the recurrence psi(x) = psi(x + 1) -
+// 1/x up to x >= 10, then the asymptotic series (error < 1e-14). Negative x
+// by reflection, psi(x) = psi(1 - x) - pi / tan(pi x). The poles (0, -1, ...)
+// and -inf give NaN, as Eigen's digamma does for TF.
+template <typename T>
+T Digamma(T x) {
+  double v = x;
+  if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) return x;
+  double result = 0;
+  if (v <= 0) {
+    const double floor_v = std::floor(v);
+    if (v == floor_v) return std::numeric_limits<T>::quiet_NaN();
+    // tan has period pi: use the fractional part, exact, for accuracy.
+    result = -M_PI / std::tan(M_PI * (v - floor_v));
+    v = 1 - v;
+  }
+  for (; v < 10; v += 1) result -= 1 / v;
+  const double r = 1 / v, r2 = r * r;
+  result +=
+      std::log(v) - 0.5 * r -
+      r2 * (1.0 / 12 -
+            r2 * (1.0 / 120 - r2 * (1.0 / 252 - r2 * (1.0 / 240 - r2 / 132))));
+  return static_cast<T>(result);
+}
+
+ELEMENT_UNARY_OP("Erf", ErfFn, 10, std::erf(v),
+                 "Computes the Gauss error function of x element-wise.");
+ELEMENT_UNARY_OP("Erfc", ErfcFn, 10, std::erfc(v),
+                 "Computes the complementary error function 1 - erf(x) "
+                 "element-wise, accurate for large x.");
+ELEMENT_UNARY_OP("Lgamma", LgammaFn, 40, LogAbsGamma(v),
+                 "Computes log(|Gamma(x)|) element-wise (+inf at the poles "
+                 "0, -1, -2, ...).");
+ELEMENT_UNARY_OP("Digamma", DigammaFn, 40, Digamma(v),
+                 "Computes Psi, the derivative of Lgamma, element-wise (NaN "
+                 "at the poles 0, -1, -2, ...).");
+#undef ELEMENT_UNARY_OP
+
+template <typename T>
+class IsInfKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* y;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
+    cpu::UnaryMap(ctx->intra_op_threadpool(), x.data<T>(), y->data<bool>(),
+                  x.NumElements(), 1, [](T v) { return std::isinf(v); });
+  }
+};
+REGISTER_OP("IsInf")
+    .Input("x: T")
+    .Output("y: bool")
+    .Attr("T: {" FLOAT_TYPES "}")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .Doc("Returns which elements of x are +inf or -inf.");
+REGISTER_KERNEL_BUILDER(
+    Name("IsInf").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    IsInfKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("IsInf").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    IsInfKernel<double>);
 
 struct LogicalNotFn : ElementUnary<LogicalNotFn, 1> {
   static bool Apply(bool v) { return !v; }
@@ -689,6 +878,138 @@ REGISTER_OP("LogicalNot")
     .Doc("Returns NOT x element-wise.");
 REGISTER_KERNEL_BUILDER(Name("LogicalNot").Device(kDeviceCpu),
                         UnaryOpKernel<bool, LogicalNotFn>);
+
+// ---------------------------------------------------------------------------
+// Scans: Cumsum and Cumprod along one axis.
+
+struct CumsumFn {
+  template <typename T>
+  static constexpr T kIdentity = T(0);
+  template <typename T>
+  T operator()(T a, T b) const {
+    return WrapAdd(a, b);
+  }
+};
+struct CumprodFn {
+  template <typename T>
+  static constexpr T kIdentity = T(1);
+  template <typename T>
+  T operator()(T a, T b) const {
+    return WrapMul(a, b);
+  }
+};
+
+// x viewed as [outer, n, inner] (n the scanned axis). Work units are an
+// outer index and a block of up to kBlock contiguous inner positions, whose
+// running values are kept side by side, so memory is read in order.
+template <typename T, typename Tidx, typename F>
+class ScanKernel : public OpKernel {
+ public:
+  explicit ScanKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("exclusive", &exclusive_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("reverse", &reverse_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& axis_t = ctx->input(1);
+    OP_REQUIRES(ctx, axis_t.dims() == 0,
+                errors::InvalidArgument("ScanOp: axis must be a scalar, not ",
+                                        axis_t.shape().DebugString()));
+    const int64_t rank = x.dims();
+    int64_t axis = axis_t.flat<Tidx>()[0];
+    OP_REQUIRES(
+        ctx, axis >= -rank && axis < rank,
+        errors::InvalidArgument("ScanOp: Expected scan axis in the range [",
+                                -rank, ", ", rank, "), but got ", axis,
+                                " for x of shape ", x.shape().DebugString()));
+    if (axis < 0) axis += rank;
+    Tensor* out;
+    OP_REQUIRES_OK(
+        ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= x.dim_size(d);
+    for (int d = axis + 1; d < rank; ++d) inner *= x.dim_size(d);
+    const int64_t n = x.dim_size(axis);
+    const int64_t blocks = (inner + kBlock - 1) / kBlock;
+    const T* xp = x.data<T>();
+    T* yp = out->data<T>();
+    cpu::ParallelRange(ctx->intra_op_threadpool(), outer * blocks,
+                       std::max<int64_t>(1, n * std::min(inner, kBlock)),
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t u = b; u < e; ++u) {
+                           const int64_t o = u / blocks,
+                                         j0 = (u % blocks) * kBlock;
+                           ScanBlock(xp, yp, o * n * inner + j0, n, inner,
+                                     std::min(kBlock, inner - j0));
+                         }
+                       });
+  }
+
+ private:
+  static constexpr int64_t kBlock = 256;
+
+  // Scans `width` adjacent columns starting at `base`, rows `inner` apart.
+  // Each element is read before its output is written (x may be out).
+  void ScanBlock(const T* x, T* y, int64_t base, int64_t n, int64_t inner,
+                 int64_t width) const {
+    T acc[kBlock];
+    std::fill(acc, acc + width, F::template kIdentity<T>);
+    const F f;
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t row = base + (reverse_ ? n - 1 - k : k) * inner;
+      for (int64_t j = 0; j < width; ++j) {
+        const T v = x[row + j];
+        if (exclusive_) {
+          y[row + j] = acc[j];
+          acc[j] = f(acc[j], v);
+        } else {
+          acc[j] = f(acc[j], v);
+          y[row + j] = acc[j];
+        }
+      }
+    }
+  }
+
+  bool exclusive_ = false;
+  bool reverse_ = false;
+};
+
+#define SCAN_OP(name, F, what)                                                \
+  REGISTER_OP(name)                                                           \
+      .Input("x: T")                                                          \
+      .Input("axis: Tidx")                                                    \
+      .Output("out: T")                                                       \
+      .Attr("exclusive: bool = false")                                        \
+      .Attr("reverse: bool = false")                                          \
+      .Attr("T: {" REAL_TYPES "}")                                            \
+      .Attr("Tidx: {int32, int64} = DT_INT32")                                \
+      .SetShapeFn(shape_fns::UnchangedShape)                                  \
+      .Doc("Computes the cumulative " what                                    \
+           " of x along axis.\n\n"                                            \
+           "out[i] combines x[0..i] (inclusive); exclusive drops x[i] "       \
+           "(out[0] is the identity); reverse scans from the end. axis is a " \
+           "scalar in [-rank(x), rank(x)).");                                 \
+  REGISTER_SCAN(name, F, float);                                              \
+  REGISTER_SCAN(name, F, double);                                             \
+  REGISTER_SCAN(name, F, int32_t);                                            \
+  REGISTER_SCAN(name, F, int64_t)
+#define REGISTER_SCAN(name, F, T)                               \
+  REGISTER_KERNEL_BUILDER(Name(name)                            \
+                              .Device(kDeviceCpu)               \
+                              .TypeConstraint<T>("T")           \
+                              .TypeConstraint<int32_t>("Tidx"), \
+                          ScanKernel<T, int32_t, F>);           \
+  REGISTER_KERNEL_BUILDER(Name(name)                            \
+                              .Device(kDeviceCpu)               \
+                              .TypeConstraint<T>("T")           \
+                              .TypeConstraint<int64_t>("Tidx"), \
+                          ScanKernel<T, int64_t, F>)
+
+SCAN_OP("Cumsum", CumsumFn, "sum");
+SCAN_OP("Cumprod", CumprodFn, "product");
+#undef SCAN_OP
+#undef REGISTER_SCAN
 
 // ---------------------------------------------------------------------------
 // Select and SelectV2

@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "runnel/cpu/bcast.h"
 #include "runnel/cpu/cwise.h"
 #include "runnel/framework/node_properties.h"
@@ -596,6 +597,270 @@ TYPED_TEST(FloatTypesTest, Transcendentals) {
   check("Reciprocal", pos, [](double v) { return 1 / v; });
   check("Floor", xs, [](double v) { return std::floor(v); });
   check("Ceil", xs, [](double v) { return std::ceil(v); });
+}
+
+// Digamma by a different route than the kernel's: the series
+// psi(x) = -gamma + sum_k (1/(k+1) - 1/(k+x)), summed far out, for x > 0.
+double DigammaBySeries(double x) {
+  double sum = -0.57721566490153286;
+  const int kTerms = 2000000;
+  for (int k = 0; k < kTerms; ++k) sum += 1.0 / (k + 1) - 1.0 / (k + x);
+  return sum + (x - 1) / kTerms;  // the tail, to first order
+}
+
+TYPED_TEST(FloatTypesTest, TrigHyperbolicAndSpecialFunctions) {
+  using T = TypeParam;
+  const double tol = std::is_same_v<T, float> ? 4e-6 : 1e-13;
+  const std::vector<T> xs = {-20, -3, -0.5, 0, 1e-4, 0.5, 1, 2.5, 10, 30};
+  const std::vector<T> unit = {-1, -0.99, -0.5, -1e-3, 0, 0.3, 0.75, 1};
+  const std::vector<T> open_unit = {-0.99, -0.5, -1e-3, 0, 0.3, 0.75};
+  const std::vector<T> ge1 = {1, 1.0001, 1.5, 3, 100, 1e10};
+  auto check = [&](const char* op, const std::vector<T>& in, auto ref) {
+    std::vector<T> want;
+    for (T v : in) want.push_back(static_cast<T>(ref(static_cast<double>(v))));
+    Tensor y = Ok(Unary<T>(op, V<T>(in)));
+    SCOPED_TRACE(op);
+    ExpectClose<T>(y, V<T>(want), tol);
+  };
+  check("Sin", xs, [](double v) { return std::sin(v); });
+  check("Cos", xs, [](double v) { return std::cos(v); });
+  check("Tan", xs, [](double v) { return std::tan(v); });
+  check("Asin", unit, [](double v) { return std::asin(v); });
+  check("Acos", unit, [](double v) { return std::acos(v); });
+  check("Atan", xs, [](double v) { return std::atan(v); });
+  check("Sinh", xs, [](double v) { return std::sinh(v); });
+  check("Cosh", xs, [](double v) { return std::cosh(v); });
+  check("Asinh", xs, [](double v) { return std::asinh(v); });
+  check("Acosh", ge1, [](double v) { return std::acosh(v); });
+  check("Atanh", open_unit, [](double v) { return std::atanh(v); });
+  check("Erf", xs, [](double v) { return std::erf(v); });
+  check("Erfc", xs, [](double v) { return std::erfc(v); });
+  check("Expm1", xs, [](double v) { return std::expm1(v); });
+  check("Inv", ge1, [](double v) { return 1 / v; });
+  check("Lgamma", {-2.5, -0.5, 1e-3, 0.5, 1, 2, 3.5, 10, 100},
+        [](double v) { return std::lgamma(v); });
+  // psi(1) = -gamma, psi(1/2) = -gamma - 2 log 2, psi(n + 1) = psi(n) + 1/n;
+  // reflection: psi(1 - x) = psi(x) + pi / tan(pi x).
+  const double gamma = 0.57721566490153286;
+  check("Digamma", {1, 0.5, 2, 4, -0.5, -1.5}, [&](double v) -> double {
+    if (v == 1) return -gamma;
+    if (v == 0.5) return -gamma - 2 * std::log(2.0);
+    if (v == 2) return 1 - gamma;
+    if (v == 4) return 1 + 0.5 + 1.0 / 3 - gamma;
+    if (v == -0.5) return -gamma - 2 * std::log(2.0) + 2;  // psi(3/2)
+    return -gamma - 2 * std::log(2.0) + 2 + 2.0 / 3;       // psi(5/2), x=-1.5
+  });
+  // Away from the closed forms: against an independent series (6e-7 is the
+  // series' own error).
+  for (double v : {0.1, 0.77, 3.3, 12.5}) {
+    Tensor y = Ok(Unary<T>("Digamma", S<T>(static_cast<T>(v))));
+    const double tol = std::is_same_v<T, float> ? 1e-5 : 1e-9;
+    EXPECT_NEAR(y.template scalar<T>(), DigammaBySeries(static_cast<T>(v)), tol)
+        << v;
+  }
+}
+
+TYPED_TEST(FloatTypesTest, TrigAndSpecialFunctionEdges) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  auto expect = [](const char* op, std::vector<T> in, std::vector<T> want) {
+    SCOPED_TRACE(op);
+    ExpectClose<T>(Ok(Unary<T>(op, V<T>(in))), V<T>(want), 1e-7);
+  };
+  expect("Sin", {inf, -inf, nan}, {nan, nan, nan});
+  expect("Cos", {inf, nan}, {nan, nan});
+  expect("Asin", {1.5, -1.01, nan}, {nan, nan, nan});
+  expect("Acos", {2, -2}, {nan, nan});
+  expect("Atan", {inf, -inf}, {T(M_PI / 2), T(-M_PI / 2)});
+  expect("Sinh", {inf, -inf, 1000}, {inf, -inf, inf});
+  expect("Cosh", {inf, -inf}, {inf, inf});
+  expect("Asinh", {inf, -inf}, {inf, -inf});
+  expect("Acosh", {0.5, -1, inf}, {nan, nan, inf});
+  expect("Atanh", {1, -1, 2}, {inf, -inf, nan});
+  expect("Erf", {inf, -inf, nan}, {1, -1, nan});
+  expect("Erfc", {inf, -inf, 30}, {0, 2, 0});
+  expect("Expm1", {-inf, inf, T(1e-10)}, {-1, inf, T(1e-10)});
+  expect("Inv", {0, -4}, {inf, -0.25});
+  expect("Lgamma", {0, -1, -2, inf, -inf, 1, 2},
+         {inf, inf, inf, inf, inf, 0, 0});
+  expect("Digamma", {0, -1, -2, -inf, inf, nan},
+         {nan, nan, nan, nan, inf, nan});
+  // Rint: half to even, signed zeros kept.
+  Tensor y =
+      Ok(Unary<T>("Rint", V<T>({-1.5, -0.5, 0.5, 1.5, 2.5, -1.7, 1e20, inf})));
+  ExpectTensorEqual<T>(y, V<T>({-2, -0.0, 0, 2, 2, -2, 1e20, inf}));
+  EXPECT_TRUE(std::signbit(y.flat<T>()[1]));
+  EXPECT_TRUE(std::isnan(Ok(Unary<T>("Rint", S<T>(nan))).template scalar<T>()));
+  // IsInf: bool output.
+  Tensor b = Ok(Unary<T>("IsInf", V<T>({inf, -inf, nan, 0, 1e30})));
+  ExpectTensorEqual<bool>(b, V<bool>({true, true, false, false, false}));
+}
+
+TYPED_TEST(FloatTypesTest, Atan2) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  const double tol = std::is_same_v<T, float> ? 2e-6 : 1e-14;
+  // atan2(y, x): all four quadrants, the axes and signed zeros.
+  const std::vector<T> ys = {1, 1, -1, -1, 0, -0.0, 0, 2, inf};
+  const std::vector<T> xs = {1, -1, -1, 1, -1, -1, 0, 0, inf};
+  std::vector<T> want;
+  for (size_t i = 0; i < ys.size(); ++i)
+    want.push_back(static_cast<T>(std::atan2(double(ys[i]), double(xs[i]))));
+  ExpectClose<T>(Ok(Binary<T>("Atan2", V<T>(ys), V<T>(xs))), V<T>(want), tol);
+  EXPECT_NEAR(want[4], M_PI, 1e-6);
+  EXPECT_NEAR(want[5], -M_PI, 1e-6);
+  // Broadcasts like any binary op.
+  Tensor z = Ok(Binary<T>("Atan2", M<T>({2, 1}, {1, -1}), V<T>({1, 0})));
+  EXPECT_EQ(z.shape(), TensorShape({2, 2}));
+  EXPECT_NEAR(z.flat<T>()[0], M_PI / 4, tol);
+  EXPECT_NEAR(z.flat<T>()[3], -M_PI / 2, tol);
+}
+
+TYPED_TEST(RealTypesTest, TruncatingDivisionAndMod) {
+  using T = TypeParam;
+  const Tensor x = V<T>({7, -7, 7, -7, 6, 0});
+  const Tensor y = V<T>({2, 2, -2, -2, 3, 5});
+  ExpectTensorEqual<T>(Ok(Binary<T>("TruncateDiv", x, y)),
+                       V<T>({3, -3, -3, 3, 2, 0}));
+  ExpectTensorEqual<T>(Ok(Binary<T>("TruncateMod", x, y)),
+                       V<T>({1, -1, 1, -1, 0, 0}));
+  ExpectTensorEqual<T>(Ok(Binary<T>("Mod", x, y)), V<T>({1, -1, 1, -1, 0, 0}));
+  if constexpr (std::is_floating_point_v<T>) {
+    ExpectClose<T>(Ok(Binary<T>("Mod", V<T>({5.5, -5.5}), V<T>({2, 2}))),
+                   V<T>({1.5, -1.5}), 0);
+    ExpectClose<T>(
+        Ok(Binary<T>("TruncateDiv", V<T>({5.5, -5.5, 1}), V<T>({2, 2, 0}))),
+        V<T>({2, -2, std::numeric_limits<T>::infinity()}), 0);
+  }
+}
+
+TYPED_TEST(IntTypesTest, TruncatingOpsCheckDivisors) {
+  using T = TypeParam;
+  for (const char* op : {"Mod", "TruncateMod", "TruncateDiv"}) {
+    SCOPED_TRACE(op);
+    ExpectInvalid(Binary<T>(op, V<T>({1, 2}), V<T>({1, 0})).status(),
+                  "Integer division by zero");
+  }
+  const T min = std::numeric_limits<T>::min();
+  ExpectTensorEqual<T>(Ok(Binary<T>("TruncateDiv", V<T>({min}), V<T>({-1}))),
+                       V<T>({min}));
+  ExpectTensorEqual<T>(Ok(Binary<T>("TruncateMod", V<T>({min}), V<T>({-1}))),
+                       V<T>({0}));
+}
+
+// Cumsum / Cumprod by definition, for x of `shape` along `axis`.
+template <typename T>
+Tensor ScanByDefinition(const Tensor& x, int axis, bool prod, bool exclusive,
+                        bool reverse) {
+  Tensor out(x.dtype(), x.shape());
+  const int64_t n = x.dim_size(axis);
+  int64_t inner = 1;
+  for (int d = axis + 1; d < x.dims(); ++d) inner *= x.dim_size(d);
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    const int64_t k = (i / inner) % n, base = i - k * inner;
+    T acc = prod ? T(1) : T(0);
+    for (int64_t j = 0; j < n; ++j) {
+      const bool in =
+          reverse ? (exclusive ? j > k : j >= k) : (exclusive ? j < k : j <= k);
+      if (!in) continue;
+      const T v = x.flat<T>()[base + j * inner];
+      acc = prod ? acc * v : acc + v;
+    }
+    out.flat<T>()[i] = acc;
+  }
+  return out;
+}
+
+StatusOr<Tensor> Scan(const std::string& op, const Tensor& x,
+                      const Tensor& axis, bool exclusive = false,
+                      bool reverse = false) {
+  return RunOp(op, {x, axis}, x.dtype(),
+               {{"exclusive", MakeAttrValue(exclusive)},
+                {"reverse", MakeAttrValue(reverse)},
+                {"Tidx", MakeAttrValue(axis.dtype())}});
+}
+
+TYPED_TEST(RealTypesTest, CumsumAndCumprod) {
+  using T = TypeParam;
+  Tensor y = Ok(Scan("Cumsum", V<T>({1, 2, 3, 4}), S<int32_t>(0)));
+  ExpectTensorEqual<T>(y, V<T>({1, 3, 6, 10}));
+  y = Ok(Scan("Cumsum", V<T>({1, 2, 3, 4}), S<int32_t>(0), true));
+  ExpectTensorEqual<T>(y, V<T>({0, 1, 3, 6}));
+  y = Ok(Scan("Cumsum", V<T>({1, 2, 3, 4}), S<int32_t>(0), false, true));
+  ExpectTensorEqual<T>(y, V<T>({10, 9, 7, 4}));
+  y = Ok(Scan("Cumsum", V<T>({1, 2, 3, 4}), S<int64_t>(-1), true, true));
+  ExpectTensorEqual<T>(y, V<T>({9, 7, 4, 0}));
+  y = Ok(Scan("Cumprod", V<T>({1, 2, 3, 4}), S<int32_t>(0)));
+  ExpectTensorEqual<T>(y, V<T>({1, 2, 6, 24}));
+  y = Ok(Scan("Cumprod", V<T>({1, 2, 3, 4}), S<int32_t>(0), true, true));
+  ExpectTensorEqual<T>(y, V<T>({24, 12, 4, 1}));
+  // Every axis of a 3-D tensor, every flag combination; one inner size
+  // wider than a kernel block (256).
+  for (const TensorShape& shape :
+       {TensorShape({2, 3, 4}), TensorShape({3, 2, 300})}) {
+    Tensor x(Dt<T>(), shape);
+    for (int64_t i = 0; i < x.NumElements(); ++i)
+      x.flat<T>()[i] = static_cast<T>(i % 3 + 1);
+    for (int axis = 0; axis < 3; ++axis) {
+      for (bool exclusive : {false, true}) {
+        for (bool reverse : {false, true}) {
+          for (bool prod : {false, true}) {
+            SCOPED_TRACE(absl::StrCat(shape.DebugString(), " axis ", axis,
+                                      exclusive ? " exclusive" : "",
+                                      reverse ? " reverse" : "",
+                                      prod ? " prod" : " sum"));
+            Tensor got = Ok(Scan(prod ? "Cumprod" : "Cumsum", x,
+                                 S<int64_t>(axis - (reverse ? 3 : 0)),
+                                 exclusive, reverse));
+            ExpectClose<T>(
+                got, ScanByDefinition<T>(x, axis, prod, exclusive, reverse),
+                1e-6);
+          }
+        }
+      }
+    }
+  }
+  // Empty tensors and an empty scanned axis.
+  y = Ok(Scan("Cumsum", Tensor(Dt<T>(), TensorShape({0, 3})), S<int32_t>(0)));
+  EXPECT_EQ(y.shape(), TensorShape({0, 3}));
+  y = Ok(Scan("Cumprod", Tensor(Dt<T>(), TensorShape({3, 0})), S<int32_t>(0)));
+  EXPECT_EQ(y.shape(), TensorShape({3, 0}));
+}
+
+TEST(ScanTest, Errors) {
+  ExpectInvalid(Scan("Cumsum", V<float>({1, 2}), S<int32_t>(1)).status(),
+                "Expected scan axis in the range [-1, 1), but got 1");
+  ExpectInvalid(Scan("Cumsum", V<float>({1, 2}), S<int32_t>(-2)).status(),
+                "but got -2");
+  ExpectInvalid(Scan("Cumprod", S<float>(3), S<int32_t>(0)).status(),
+                "range [0, 0)");
+  ExpectInvalid(Scan("Cumsum", V<float>({1, 2}), V<int32_t>({0})).status(),
+                "axis must be a scalar");
+  // The int32 product wraps, as TF's does.
+  Tensor y = Ok(Scan("Cumprod", V<int32_t>({65536, 65536, 3}), S<int32_t>(0)));
+  ExpectTensorEqual<int32_t>(y, V<int32_t>({65536, 0, 0}));
+}
+
+TEST(NewMathOpsTest, BadDtypesAreRejected) {
+  // Float-only functions refuse integers; IsInf refuses ints too.
+  for (const char* op :
+       {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+        "Acosh", "Atanh", "Erf", "Erfc", "Lgamma", "Digamma", "Expm1", "Rint",
+        "IsInf", "Inv"}) {
+    SCOPED_TRACE(op);
+    Status s = RunOp(op, {V<int32_t>({1})}, DT_INT32).status();
+    EXPECT_FALSE(s.ok());
+  }
+  EXPECT_FALSE(RunOp("Atan2", {V<int32_t>({1}), V<int32_t>({1})}, DT_INT32)
+                   .status()
+                   .ok());
+  EXPECT_FALSE(
+      RunOp("Mod", {V<bool>({true}), V<bool>({true})}, DT_BOOL).status().ok());
+  EXPECT_FALSE(Scan("Cumsum", V<bool>({true}), S<int32_t>(0)).ok());
+  EXPECT_FALSE(RunOp("Cumsum", {V<float>({1}), S<float>(0)}, DT_FLOAT,
+                     {{"Tidx", MakeAttrValue(DT_FLOAT)}})
+                   .ok());
 }
 
 TYPED_TEST(FloatTypesTest, Specials) {

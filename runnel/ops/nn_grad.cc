@@ -44,6 +44,34 @@ Status SoftplusGrad(const Scope& s, const Operation& op, const Outputs& dy,
 }
 REGISTER_GRADIENT("Softplus", SoftplusGrad);
 
+// y = x / (1 + |x|): dx = dy / (1 + |x|)^2.
+Status SoftsignGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                    Outputs* dx) {
+  dx->push_back(ops::SoftsignGrad(s, dy[0], op.input(0)));
+  return s.status();
+}
+REGISTER_GRADIENT("Softsign", SoftsignGrad);
+
+// y = scale * (x < 0 ? alpha (e^x - 1) : x): dx = dy * (y + scale * alpha)
+// where y < 0, else dy * scale.
+Status SeluGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                Outputs* dx) {
+  dx->push_back(ops::SeluGrad(s, dy[0], op.output(0)));
+  return s.status();
+}
+REGISTER_GRADIENT("Selu", SeluGrad);
+
+// y = x > 0 ? x : alpha x: dx = dy where x > 0, else alpha dy.
+Status LeakyReluGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                     Outputs* dx) {
+  float alpha;
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "alpha", &alpha));
+  dx->push_back(ops::LeakyReluGrad(s, dy[0], op.input(0),
+                                   ops::LeakyReluGrad::Alpha(alpha)));
+  return s.status();
+}
+REGISTER_GRADIENT("LeakyRelu", LeakyReluGrad);
+
 // y = softmax(x) over the last dim: dx = (dy - sum(dy * y)) * y.
 Status SoftmaxGrad(const Scope& s, const Operation& op, const Outputs& dy,
                    Outputs* dx) {

@@ -70,6 +70,47 @@ Status EluGradGrad(const Scope& s, const Operation& op, const Outputs& g,
 }
 REGISTER_GRADIENT("EluGrad", EluGradGrad);
 
+// b = g * (y + scale alpha) where y < 0, else g * scale: db/dg is
+// SeluGrad(g', y); db/dy = g where y < 0 (TF's _SeluGradGrad).
+Status SeluGradGrad(const Scope& s, const Operation& op, const Outputs& g,
+                    Outputs* dx) {
+  const Output dy = op.input(0), y = op.input(1);
+  dx->push_back(ops::SeluGrad(s, g[0], y));
+  const Output neg = ops::Less(s, y, 0);
+  dx->push_back(ops::SelectV2(s, neg, ops::Mul(s, g[0], dy), 0));
+  return s.status();
+}
+REGISTER_GRADIENT("SeluGrad", SeluGradGrad);
+
+// b = g where f > 0, else alpha g: db/dg is LeakyReluGrad(g', f); f gets
+// zeros (TF's _LeakyReluGradGrad).
+Status LeakyReluGradGrad(const Scope& s, const Operation& op, const Outputs& g,
+                         Outputs* dx) {
+  float alpha;
+  RETURN_IF_ERROR(GetAttr(op.node()->attrs(), "alpha", &alpha));
+  const Output f = op.input(1);
+  dx->push_back(
+      ops::LeakyReluGrad(s, g[0], f, ops::LeakyReluGrad::Alpha(alpha)));
+  dx->push_back(ops::ZerosLike(s, f));
+  return s.status();
+}
+REGISTER_GRADIENT("LeakyReluGrad", LeakyReluGradGrad);
+
+// b = g / (1 + |f|)^2: db/dg = SoftsignGrad(g', f); db/df = g' g (-2 sign(f))
+// / (1 + |f|)^3. (TF registers no gradient for SoftsignGrad.)
+Status SoftsignGradGrad(const Scope& s, const Operation& op, const Outputs& gg,
+                        Outputs* dx) {
+  const Output g = op.input(0), f = op.input(1);
+  const Output denom = ops::AddV2(s, 1, ops::Abs(s, f));
+  const Output df = ops::RealDiv(
+      s, ops::Mul(s, ops::Mul(s, gg[0], g), ops::Mul(s, -2, ops::Sign(s, f))),
+      ops::Mul(s, ops::Square(s, denom), denom));
+  dx->push_back(ops::SoftsignGrad(s, gg[0], f));
+  dx->push_back(df);
+  return s.status();
+}
+REGISTER_GRADIENT("SoftsignGrad", SoftsignGradGrad);
+
 // b = g * sigmoid(f): db/dg = sigmoid(f); db/df = g * s * (1 - s).
 Status SoftplusGradGrad(const Scope& s, const Operation& op, const Outputs& gg,
                         Outputs* dx) {

@@ -1,7 +1,7 @@
 // Ops that compute gradients of neural-network ops, and the losses whose
 // gradients come with them: ReluGrad, Relu6Grad, EluGrad, SoftplusGrad,
-// TanhGrad, SigmoidGrad, BiasAddGrad, L2Loss,
-// SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits.
+// TanhGrad, SigmoidGrad, SoftsignGrad, SeluGrad, LeakyReluGrad, BiasAddGrad,
+// L2Loss, SoftmaxCrossEntropyWithLogits, SparseSoftmaxCrossEntropyWithLogits.
 // Names, attrs and semantics follow TensorFlow. The gradients of these ops
 // (second derivatives, and the losses' first ones) are in nn_grad_grad.cc.
 #include <Eigen/Core>
@@ -164,8 +164,96 @@ struct SigmoidGradBlock {
 };
 REGISTER_BINARY_GRAD_KERNELS("SigmoidGrad", SigmoidGradBlock, 1);
 
+REGISTER_BINARY_GRAD_OP(
+    "SoftsignGrad", "gradients", "features", "backprops",
+    R"doc(Computes softsign gradients for a softsign operation.
+
+backprops = gradients / (1 + abs(features))^2; `features` are the Softsign's
+inputs.)doc");
+template <typename T>
+struct SoftsignGradBlock {
+  void operator()(const T* g, const T* f, T* out, int64_t n) const {
+    ConstEigenVec<T> gv(g, n), fv(f, n);
+    EigenVec<T> ov(out, n);
+    ov = gv / (fv.abs() + T(1)).square();
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("SoftsignGrad", SoftsignGradBlock, 2);
+
+REGISTER_BINARY_GRAD_OP(
+    "SeluGrad", "gradients", "outputs", "backprops",
+    R"doc(Computes gradients for the scaled exponential linear (Selu) operation.
+
+backprops = gradients * (outputs + scale * alpha) where outputs < 0,
+gradients * scale elsewhere; `outputs` are the Selu's outputs.)doc");
+template <typename T>
+struct SeluGradBlock {
+  void operator()(const T* g, const T* y, T* out, int64_t n) const {
+    const T scale = T(1.0507009873554804934193349852946);
+    const T scale_alpha = T(1.7580993408473768599402175208123);
+    for (int64_t i = 0; i < n; ++i) {
+      out[i] = y[i] < T(0) ? g[i] * (y[i] + scale_alpha) : g[i] * scale;
+    }
+  }
+};
+REGISTER_BINARY_GRAD_KERNELS("SeluGrad", SeluGradBlock, 1);
+
 #undef REGISTER_BINARY_GRAD_KERNELS
 #undef REGISTER_BINARY_GRAD_OP
+
+// LeakyReluGrad has an alpha attr, so it has a kernel of its own.
+REGISTER_OP("LeakyReluGrad")
+    .Input("gradients: T")
+    .Input("features: T")
+    .Output("backprops: T")
+    .Attr("alpha: float = 0.2")
+    .Attr("T: {float, double}")
+    .SetShapeFn(MergeBothInputsShape)
+    .Doc(R"doc(Computes rectified linear gradients for a LeakyRelu operation.
+
+backprops = gradients where features > 0, alpha * gradients elsewhere.
+`features` are the LeakyRelu's inputs (or its outputs, for alpha > 0).)doc");
+
+template <typename T>
+class LeakyReluGradKernel : public OpKernel {
+ public:
+  explicit LeakyReluGradKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    float alpha;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("alpha", &alpha));
+    alpha_ = static_cast<T>(alpha);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    OP_REQUIRES(ctx, g.shape() == f.shape(),
+                errors::InvalidArgument("inputs must have the same shape: ",
+                                        g.shape().DebugString(), " vs. ",
+                                        f.shape().DebugString()));
+    Tensor* out;
+    OP_REQUIRES_OK(
+        ctx, ctx->forward_input_or_allocate_output({0, 1}, 0, g.shape(), &out));
+    const T* gp = g.data<T>();
+    const T* fp = f.data<T>();
+    T* op = out->data<T>();
+    const T alpha = alpha_;
+    cpu::ParallelRange(ctx->intra_op_threadpool(), g.NumElements(), 1,
+                       [&](int64_t b, int64_t e) {
+                         for (int64_t i = b; i < e; ++i) {
+                           op[i] = fp[i] > T(0) ? gp[i] : alpha * gp[i];
+                         }
+                       });
+  }
+
+ private:
+  T alpha_;
+};
+REGISTER_KERNEL_BUILDER(
+    Name("LeakyReluGrad").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    LeakyReluGradKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("LeakyReluGrad").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    LeakyReluGradKernel<double>);
 
 // ---------------------------------------------------------------------------
 // BiasAddGrad: the sum of out_backprop over every dimension but the channel

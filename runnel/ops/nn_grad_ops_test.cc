@@ -67,11 +67,42 @@ TYPED_TEST(NNGradOpsTypedTest, ActivationGradients) {
   ExpectTensorNear<T>(*r, Vec<T>({0.5, 0, 0.75}), 1e-6);
 }
 
+TYPED_TEST(NNGradOpsTypedTest, SoftsignSeluLeakyReluGradients) {
+  using T = TypeParam;
+  const Tensor g = Vec<T>({1, 2, 3, 4});
+  // SoftsignGrad: g / (1 + |f|)^2.
+  auto r = RunBinary<T>("SoftsignGrad", g, Vec<T>({0, -1, 2, -3}));
+  ASSERT_OK(r.status());
+  ExpectTensorNear<T>(*r, Vec<T>({1, 0.5, T(1.0 / 3), 0.25}), 1e-6);
+  // SeluGrad takes the Selu's outputs: g (y + scale alpha) for y < 0, else
+  // g scale.
+  const double scale = 1.0507009873554804934193349852946;
+  const double scale_alpha = 1.7580993408473768599402175208123;
+  r = RunBinary<T>("SeluGrad", g, Vec<T>({-1, 0, 2, -0.5}));
+  ASSERT_OK(r.status());
+  ExpectTensorNear<T>(*r,
+                      Vec<T>({T(scale_alpha - 1), T(2 * scale), T(3 * scale),
+                              T(4 * (scale_alpha - 0.5))}),
+                      1e-6);
+  // LeakyReluGrad: g where f > 0, alpha g elsewhere (alpha defaults to 0.2).
+  OpTestCase t("LeakyReluGrad");
+  t.Attr("T", DataTypeToEnum<T>::value).Input(g).Input(Vec<T>({-1, 0, 2, 3}));
+  ASSERT_OK(t.Run());
+  ExpectTensorNear<T>(t.output(0), Vec<T>({0.2, 0.4, 3, 4}), 1e-6);
+  OpTestCase t2("LeakyReluGrad");
+  t2.Attr("T", DataTypeToEnum<T>::value)
+      .Attr("alpha", 0.5f)
+      .Input(Vec<T>({1, 2}))
+      .Input(Vec<T>({1, 2, 3}));
+  ExpectInvalid(t2.RunKernelOnly(), "same shape");
+}
+
 TYPED_TEST(NNGradOpsTypedTest, ActivationGradientShapes) {
   using T = TypeParam;
   const DataType dt = DataTypeToEnum<T>::value;
-  for (const char* op : {"ReluGrad", "Relu6Grad", "EluGrad", "SoftplusGrad",
-                         "TanhGrad", "SigmoidGrad"}) {
+  for (const char* op :
+       {"ReluGrad", "Relu6Grad", "EluGrad", "SoftplusGrad", "TanhGrad",
+        "SigmoidGrad", "SoftsignGrad", "SeluGrad", "LeakyReluGrad"}) {
     SCOPED_TRACE(op);
     // Scalars and empty tensors.
     auto r = RunBinary<T>(op, Tensor::Scalar<T>(1), Tensor::Scalar<T>(1));

@@ -1,5 +1,6 @@
-// Neural-network building blocks: activations (Relu, Relu6, Elu, Softplus),
-// Softmax / LogSoftmax over the last dimension, and BiasAdd.
+// Neural-network building blocks: activations (Relu, Relu6, Elu, Softplus,
+// Softsign, Selu, LeakyRelu), Softmax / LogSoftmax over the last dimension,
+// and BiasAdd.
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
@@ -136,8 +137,98 @@ struct SoftplusBlock {
 REGISTER_ACTIVATION_KERNEL("Softplus", float, SoftplusBlock, 8);
 REGISTER_ACTIVATION_KERNEL("Softplus", double, SoftplusBlock, 16);
 
+// ---------------------------------------------------------------------------
+// Softsign: features / (|features| + 1).
+
+REGISTER_ACTIVATION_OP("Softsign", "{float, double}",
+                       "Computes softsign: `features / (abs(features) + 1)`.");
+
+template <typename T>
+struct SoftsignBlock {
+  void operator()(const T* x, T* y, int64_t n) const {
+    ConstEigenVec<T> xv(x, n);
+    EigenVec<T> yv(y, n);
+    yv = xv / (xv.abs() + T(1));
+  }
+};
+REGISTER_ACTIVATION_KERNEL("Softsign", float, SoftsignBlock, 2);
+REGISTER_ACTIVATION_KERNEL("Softsign", double, SoftsignBlock, 4);
+
+// ---------------------------------------------------------------------------
+// Selu: scale * features if features > 0, scale * alpha * (exp(features) - 1)
+// otherwise, with the constants of Klambauer et al. (TF's).
+
+REGISTER_ACTIVATION_OP(
+    "Selu", "{float, double}",
+    "Computes the scaled exponential linear function.\n"
+    "`scale * alpha * (exp(features) - 1)` if features < 0, "
+    "`scale * features` otherwise, with alpha = 1.6732632423543772 and scale "
+    "= 1.0507009873554805 (Klambauer et al., 2017, "
+    "https://arxiv.org/abs/1706.02515).");
+
+template <typename T>
+struct SeluBlock {
+  void operator()(const T* x, T* y, int64_t n) const {
+    const T scale = T(1.0507009873554804934193349852946);
+    const T scale_alpha = T(1.7580993408473768599402175208123);
+    ConstEigenVec<T> xv(x, n);
+    EigenVec<T> yv(y, n);
+    yv = (xv < T(0)).select(scale_alpha * xv.min(T(0)).expm1(), scale * xv);
+  }
+};
+REGISTER_ACTIVATION_KERNEL("Selu", float, SeluBlock, 4);
+REGISTER_ACTIVATION_KERNEL("Selu", double, SeluBlock, 8);
+
 #undef REGISTER_ACTIVATION_KERNEL
 #undef REGISTER_ACTIVATION_OP
+
+// ---------------------------------------------------------------------------
+// LeakyRelu: features if features > 0, alpha * features otherwise.
+
+REGISTER_OP("LeakyRelu")
+    .Input("features: T")
+    .Output("activations: T")
+    .Attr("alpha: float = 0.2")
+    .Attr("T: {float, double}")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .Doc(
+        "Computes rectified linear with a leak: `features` if features > 0, "
+        "`alpha * features` otherwise.");
+
+template <typename T>
+class LeakyReluKernel : public OpKernel {
+ public:
+  explicit LeakyReluKernel(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    float alpha;
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("alpha", &alpha));
+    alpha_ = static_cast<T>(alpha);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* y;
+    OP_REQUIRES_OK(
+        ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &y));
+    const T* xp = x.data<T>();
+    T* yp = y->data<T>();
+    const T alpha = alpha_;
+    ParallelRange(ctx->intra_op_threadpool(), x.NumElements(), 1,
+                  [&](int64_t b, int64_t e) {
+                    for (int64_t i = b; i < e; ++i) {
+                      yp[i] = xp[i] > T(0) ? xp[i] : alpha * xp[i];
+                    }
+                  });
+  }
+
+ private:
+  T alpha_;
+};
+REGISTER_KERNEL_BUILDER(
+    Name("LeakyRelu").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    LeakyReluKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("LeakyRelu").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    LeakyReluKernel<double>);
 
 // ---------------------------------------------------------------------------
 // Softmax / LogSoftmax over the last dimension. Each row is shifted by its

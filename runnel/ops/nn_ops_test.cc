@@ -113,6 +113,52 @@ TYPED_TEST(FloatTypedTest, Elu) {
   ExpectTensorNear<T>(*r, Map<T>(big, EluRef), 1e-6);
 }
 
+double SoftsignRef(double x) { return x / (std::abs(x) + 1); }
+double SeluRef(double x) {
+  const double scale = 1.0507009873554804934193349852946;
+  const double alpha = 1.6732632423543772848170429916717;
+  return x < 0 ? scale * alpha * std::expm1(x) : scale * x;
+}
+
+TYPED_TEST(FloatTypedTest, SoftsignSeluLeakyRelu) {
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  const Tensor x = Vec<T>({-1000, -20, -1, -1e-3, 0, 1e-3, 2, 1000});
+  auto r = RunUnary<T>("Softsign", x);
+  ASSERT_OK(r.status());
+  ExpectTensorNear<T>(*r, Map<T>(x, SoftsignRef), 1e-6);
+  r = RunUnary<T>("Softsign", Vec<T>({inf, -inf}));
+  ASSERT_OK(r.status());
+  EXPECT_TRUE(std::isnan(r->template flat<T>()[0]));  // inf / inf, as TF
+  r = RunUnary<T>("Selu", x);
+  ASSERT_OK(r.status());
+  ExpectTensorNear<T>(*r, Map<T>(x, SeluRef), 1e-5);
+  r = RunUnary<T>("Selu", Vec<T>({-inf, std::numeric_limits<T>::quiet_NaN()}));
+  ASSERT_OK(r.status());
+  EXPECT_NEAR(r->template flat<T>()[0], -1.7580993408473766, 1e-6);
+  EXPECT_TRUE(std::isnan(r->template flat<T>()[1]));
+  // LeakyRelu: alpha defaults to 0.2.
+  OpTestCase t("LeakyRelu");
+  t.Attr("T", DataTypeToEnum<T>::value).Input(Vec<T>({-5, -1, 0, 3}));
+  ASSERT_OK(t.Run());
+  ExpectTensorNear<T>(t.output(0), Vec<T>({-1, -0.2, 0, 3}), 1e-6);
+  OpTestCase t2("LeakyRelu");
+  t2.Attr("T", DataTypeToEnum<T>::value)
+      .Attr("alpha", 0.5f)
+      .Input(Vec<T>({-4, 4}));
+  ASSERT_OK(t2.Run());
+  ExpectTensorNear<T>(t2.output(0), Vec<T>({-2, 4}), 1e-6);
+}
+
+TEST(ActivationTest, IntegersAreRejected) {
+  for (const char* op : {"Softsign", "Selu", "LeakyRelu"}) {
+    SCOPED_TRACE(op);
+    OpTestCase t(op);
+    t.Attr("T", DT_INT32).Input(Vec<int32_t>({1}));
+    EXPECT_FALSE(t.Run().ok());
+  }
+}
+
 TYPED_TEST(FloatTypedTest, Softplus) {
   using T = TypeParam;
   // Covers the exp(x), log1p(exp(x)) and x regimes and the overflow edge.

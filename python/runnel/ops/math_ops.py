@@ -29,6 +29,24 @@ tanh = gen_ops.tanh
 sigmoid = gen_ops.sigmoid
 sin = gen_ops.sin
 cos = gen_ops.cos
+tan = gen_ops.tan
+asin = gen_ops.asin
+acos = gen_ops.acos
+atan = gen_ops.atan
+atan2 = gen_ops.atan2
+sinh = gen_ops.sinh
+cosh = gen_ops.cosh
+asinh = gen_ops.asinh
+acosh = gen_ops.acosh
+atanh = gen_ops.atanh
+erfc = gen_ops.erfc
+lgamma = gen_ops.lgamma
+digamma = gen_ops.digamma
+expm1 = gen_ops.expm1
+rint = gen_ops.rint
+is_inf = gen_ops.is_inf
+truncatediv = gen_ops.truncate_div
+truncatemod = gen_ops.truncate_mod
 floor = gen_ops.floor
 ceil = gen_ops.ceil
 round = gen_ops.round  # noqa: A001
@@ -51,7 +69,7 @@ realdiv = gen_ops.real_div
 pow = gen_ops.pow  # noqa: A001
 is_nan = gen_ops.is_nan if hasattr(gen_ops, "is_nan") else None
 is_finite = gen_ops.is_finite if hasattr(gen_ops, "is_finite") else None
-erf = getattr(gen_ops, "erf", None)
+erf = gen_ops.erf
 softplus = getattr(gen_ops, "softplus", None)
 
 
@@ -254,6 +272,10 @@ def argmin(input, axis=None, name=None, dimension=None, output_type=dtypes.int64
 
 def cumsum(x, axis=0, exclusive=False, reverse=False, name=None):
     return gen_ops.cumsum(x, axis, exclusive=exclusive, reverse=reverse, name=name)
+
+
+def cumprod(x, axis=0, exclusive=False, reverse=False, name=None):
+    return gen_ops.cumprod(x, axis, exclusive=exclusive, reverse=reverse, name=name)
 
 
 def log_sigmoid(x, name=None):

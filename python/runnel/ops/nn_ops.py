@@ -1,8 +1,7 @@
 """tf.nn: TF 1.x's neural-network functions (signatures, defaults, node
 names and build-time checks as in TF 1.15), over the ops the C++ core
 registers. Functions whose op Runnel lacks are composed from registered
-ops where that is exact (leaky_relu, selu, softsign, in_top_k, the logistic
-losses); those that cannot be raise MissingFeatureError naming the missing
+ops where that is exact (in_top_k, the logistic losses); those that cannot be raise MissingFeatureError naming the missing
 piece (lrn, top_k, ctc_loss, dynamic_rnn, ...)."""
 
 import math
@@ -43,18 +42,8 @@ def elu(features, name=None):
 
 
 def selu(features, name=None):
-    """scale * elu(features) with alpha, TF's constants (1.0507..., 1.6732...).
-    Runnel has no Selu op; this composes Elu, which has the same gradient."""
-    alpha = 1.6732632423543772848170429916717
-    scale = 1.0507009873554804934193349852946
-    with ops.name_scope(name, "Selu", [features]) as name:
-        x = _ct(features, name="features")
-        dt = x.dtype.base_dtype
-        e = gen_ops.elu(x)
-        neg = gen_ops.mul(_ct(alpha, dtype=dt), e)
-        return gen_ops.mul(_ct(scale, dtype=dt),
-                           gen_ops.select(gen_ops.greater(x, _ct(0, dtype=dt)), x, neg),
-                           name=name)
+    """scale * (features if > 0 else alpha * (exp(features) - 1)) (Selu)."""
+    return gen_ops.selu(features, name=name)
 
 
 def softplus(features, name=None):
@@ -63,22 +52,20 @@ def softplus(features, name=None):
 
 
 def softsign(features, name=None):
-    """features / (abs(features) + 1) (composed: Runnel has no Softsign op)."""
-    with ops.name_scope(name, "Softsign", [features]) as name:
-        x = _ct(features, name="features")
-        one = _ct(1, dtype=x.dtype.base_dtype)
-        return gen_ops.real_div(x, gen_ops.add(gen_ops.abs(x), one), name=name)
+    """features / (abs(features) + 1) (Softsign)."""
+    return gen_ops.softsign(features, name=name)
 
 
 def leaky_relu(features, alpha=0.2, name=None):
-    """features if > 0, alpha * features otherwise."""
+    """features if > 0, alpha * features otherwise (LeakyRelu; integer
+    features are cast to float32, as in TF)."""
     with ops.name_scope(name, "LeakyRelu", [features, alpha]) as name:
         x = _ct(features, name="features")
         if x.dtype.is_integer:
             x = math_ops.cast(x, dtypes.float32)
-        a = _ct(alpha, dtype=x.dtype.base_dtype, name="alpha")
-        return gen_ops.select(gen_ops.greater(x, _ct(0, dtype=x.dtype.base_dtype)), x,
-                              gen_ops.mul(a, x), name=name)
+        if isinstance(alpha, np.ndarray):
+            alpha = alpha.item()
+        return gen_ops.leaky_relu(x, alpha=float(alpha), name=name)
 
 
 def crelu(features, name=None, axis=-1):

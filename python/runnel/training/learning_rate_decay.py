@@ -1,10 +1,7 @@
 """tf.train's learning-rate schedules (TF 1.x learning_rate_decay): each
 returns a scalar tensor of the learning rate at `global_step`, built from
 graph ops under TF's name scope ("ExponentialDecay", ...), so it follows the
-step as training runs. global_step is required (ValueError otherwise).
-
-The cosine schedules need the Cos op; while Runnel's C++ core lacks it,
-they raise MissingFeatureError naming it."""
+step as training runs. global_step is required (ValueError otherwise)."""
 
 import math
 
@@ -129,10 +126,6 @@ def piecewise_constant(x, boundaries, values, name=None):
 
 
 def _cos(x):
-    if "Cos" not in ops.op_defs():
-        from runnel._compat_namespaces import MissingFeatureError
-        raise MissingFeatureError("the cosine learning-rate schedules need the Cos op, "
-                                  "which is not registered in Runnel's C++ core yet")
     return math_ops.cos(x)
 
 

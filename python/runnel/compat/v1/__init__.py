@@ -142,7 +142,10 @@ for _n in ("add", "subtract", "multiply", "negative", "abs", "sign", "square", "
            "scalar_mul", "add_n", "matmul", "range", "reduce_sum", "reduce_mean",
            "reduce_max", "reduce_min", "reduce_prod", "reduce_all", "reduce_any",
            "reduce_logsumexp", "count_nonzero", "argmax", "argmin", "cumsum",
-           "is_nan", "is_finite", "erf", "trace"):
+           "is_nan", "is_finite", "erf", "trace", "tan", "asin", "acos", "atan",
+           "atan2", "sinh", "cosh", "asinh", "acosh", "atanh", "erfc", "lgamma",
+           "digamma", "expm1", "rint", "is_inf", "truncatediv", "truncatemod",
+           "cumprod"):
     if getattr(_math_ops, _n, None) is not None:
         globals()[_n] = getattr(_math_ops, _n)
 sub = _math_ops.subtract
