@@ -39,6 +39,10 @@ void RegisterGraphBindings(pybind11::module_& m);
 // Graph.cond and Graph.while_loop (control_flow_binding.cc).
 void RegisterControlFlowBindings(PyGraphClass& graph_class);
 void RegisterSessionBindings(pybind11::module_& m);
+// _runnel.Server (server_binding.cc), built with the distributed runtime
+// (RUNNEL_WITH_GRPC; module.cc then defines _runnel.has_server = True);
+// it also registers the "grpc://" session factory.
+void RegisterServerBindings(pybind11::module_& m);
 
 }  // namespace runnel::python
 

@@ -77,4 +77,10 @@ PYBIND11_MODULE(_runnel, m) {
   });
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
+#ifdef RUNNEL_PYTHON_WITH_SERVER
+  RegisterServerBindings(m);
+  m.attr("has_server") = true;
+#else
+  m.attr("has_server") = false;
+#endif
 }

@@ -51,7 +51,8 @@ def train_module():
                     "runnel.training.learning_rate_decay", "runnel.training.input",
                     "runnel.training.queue_runner", "runnel.training.coordinator",
                     "runnel.training.moving_averages", "runnel.training.session_run_hook",
-                    "runnel.training.monitored_session", "runnel.training.summary"):
+                    "runnel.training.monitored_session", "runnel.training.summary",
+                    "runnel.training.server_lib"):
         try:
             mod = __import__(modname, fromlist=["_"])
         except ImportError:
