@@ -124,3 +124,14 @@ def test_make_tensor_proto_and_ndarray():
     p = tf.make_tensor_proto(np.array([[1, 2], [3, 4]], np.int32))
     assert p.dtype == tf.int32.as_datatype_enum
     np.testing.assert_array_equal(tf.make_ndarray(p), [[1, 2], [3, 4]])
+
+
+def test_empty_list_constants_of_every_dtype():
+    """NumPy calls [] float64; TF makes an empty tensor of the asked dtype."""
+    for dtype in (tf.int32, tf.int64, tf.bool, tf.string, tf.float32):
+        c = tf.constant([], dtype=dtype)
+        assert c.dtype == dtype and c.shape.as_list() == [0]
+        with tf.Session() as sess:
+            assert sess.run(c).shape == (0,)
+    with pytest.raises(TypeError):
+        tf.constant([1.5], dtype=tf.string)

@@ -48,7 +48,9 @@ def _with_dtype(value, dtype):
         if src.dtype == object:
             src = np.array(value, dtype=object)
     if dtype == dtypes.string:
-        if src.dtype.kind not in "SUO":
+        # (An empty list is float64 to NumPy, but has no number in it.)
+        if src.dtype.kind not in "SUO" and not (src.size == 0 and not isinstance(
+                value, (np.ndarray, np.generic))):
             raise TypeError("Expected string, got %r of type '%s' instead."
                             % (value, type(value).__name__))
         return src.astype(object)
