@@ -344,13 +344,33 @@ def test_where_select():
         tf.where(c, x)
 
 
-def test_where_without_x_and_y_needs_the_where_op():
-    # Runnel's core has no Where op yet: tf.where(c) and tf.boolean_mask say so.
-    c = tf.constant([[True, False], [False, True]])
-    with pytest.raises(NotImplementedError):
-        tf.where(c)
-    with pytest.raises(NotImplementedError):
-        tf.boolean_mask(tf.zeros([2, 2]), c)
+def test_where_without_x_and_y_gives_coordinates():
+    cases = [np.array([True, False, True, True]),
+             RNG.randn(3, 4) > 0,
+             np.array([[[0.0, 1.5], [0.0, 0.0]], [[-2.0, 0.0], [np.nan, 3.0]]]),
+             np.array([[0, 7, 0], [-1, 0, 0]], dtype=np.int32),
+             np.array([[0, 5], [0, 0]], dtype=np.int64),
+             np.zeros((2, 0, 3), dtype=bool),
+             np.zeros((4,), dtype=np.float32)]
+    for c in cases:
+        got = _run(tf.where(tf.constant(c)))
+        assert got.dtype == np.int64
+        np.testing.assert_array_equal(got, np.argwhere(c).reshape(-1, c.ndim))
+    assert tf.where(tf.constant(cases[1])).shape.as_list() == [None, 2]
+    assert tf.gradients(tf.cast(tf.where(tf.constant([1.0, 0.0])), tf.float32),
+                        tf.constant([1.0]))[0] is None
+
+
+def test_boolean_mask():
+    x = RNG.randn(2, 3, 4)
+    m1 = np.array([True, False])
+    m2 = RNG.randn(2, 3) > 0
+    m3 = np.array([False, True, True])
+    r = _run([tf.boolean_mask(x, m1), tf.boolean_mask(x, m2),
+              tf.boolean_mask(x, m3, axis=1)])
+    np.testing.assert_array_equal(r[0], x[m1])
+    np.testing.assert_array_equal(r[1], x[m2])
+    np.testing.assert_array_equal(r[2], x[:, m3])
 
 
 def test_sequence_mask():

@@ -156,10 +156,51 @@ def test_meshgrid():
         tf.meshgrid(x, indexing="xyz")
 
 
-def test_sort_and_py_func_are_missing():
-    for fn in (tf.sort, tf.argsort):
-        with pytest.raises(NotImplementedError, match="TopKV2"):
-            fn(tf.constant([3.0, 1.0]))
+def test_sort_and_argsort():
+    x = RNG.randint(-5, 5, size=(3, 4, 5))  # Many ties.
+    for dtype in (np.float32, np.float64, np.int32, np.int64, np.int8,
+                  np.uint8, np.int16, np.uint16, np.uint32, np.float16):
+        v = (x - x.min() if np.dtype(dtype).kind == "u" else x).astype(dtype)
+        t = tf.constant(v)
+        for axis in (-1, 0, 1, 2, -2):
+            fetches = [tf.sort(t, axis=axis), tf.argsort(t, axis=axis),
+                       tf.sort(t, axis=axis, direction="DESCENDING"),
+                       tf.argsort(t, axis=axis, direction="DESCENDING")]
+            s, a, sd, ad = _run(fetches)
+            assert s.dtype == v.dtype and a.dtype == np.int32
+            np.testing.assert_array_equal(s, np.sort(v, axis=axis))
+            # Ties keep index order in both directions, as TF's TopKV2.
+            np.testing.assert_array_equal(a, np.argsort(v, axis=axis, kind="stable"))
+            np.testing.assert_array_equal(sd, -np.sort(-v.astype(np.float64), axis=axis))
+            np.testing.assert_array_equal(
+                ad, np.argsort(-v.astype(np.float64), axis=axis, kind="stable"))
+    # The extremes of integer types do not overflow.
+    for dtype in (np.int8, np.int32, np.int64, np.uint8, np.uint64):
+        info = np.iinfo(dtype)
+        v = np.array([3, info.max, info.min, 0, info.max], dtype=dtype)
+        np.testing.assert_array_equal(_run(tf.sort(tf.constant(v))), np.sort(v))
+        np.testing.assert_array_equal(_run(tf.argsort(tf.constant(v))),
+                                      np.argsort(v, kind="stable"))
+    # Unknown rank: the transposition is built at run time.
+    p = tf.placeholder(tf.float32)
+    v = RNG.randn(2, 3, 4).astype(np.float32)
+    np.testing.assert_array_equal(_run(tf.sort(p, axis=1), {p: v}), np.sort(v, axis=1))
+    np.testing.assert_array_equal(_run(tf.argsort(p, axis=-3), {p: v}),
+                                  np.argsort(v, axis=0, kind="stable"))
+    assert tf.argsort(tf.constant([[1.0]]), stable=True).dtype == tf.int32
+    with pytest.raises(ValueError, match="should be one of"):
+        tf.sort(tf.constant([1.0]), direction="UP")
+    with pytest.raises(ValueError, match="constant scalar"):
+        tf.sort(tf.constant([1.0]), axis=tf.placeholder(tf.int32))
+
+
+def test_sort_gradient():
+    x0 = RNG.randn(3, 4)
+    check_gradient(lambda t: tf.sort(t, axis=0), x0)
+    check_gradient(lambda t: tf.sort(t, direction="DESCENDING"), x0)
+
+
+def test_py_func_is_missing():
     with pytest.raises(NotImplementedError, match="Python callbacks"):
         tf.py_func(lambda x: x, [tf.constant(1.0)], tf.float32)
 

@@ -488,6 +488,68 @@ def test_fused_batch_norm_training_and_inference():
 
 # ---------------------------------------------------------------- evaluation
 
+def _top_k_ref(x, k):
+    """NumPy's stable descending order: ties keep the lower index first."""
+    idx = np.argsort(-x, axis=-1, kind="stable")[..., :k]
+    return np.take_along_axis(x, idx, axis=-1), idx
+
+
+def test_top_k_values_and_indices():
+    for shape, k in [((7,), 3), ((4, 9), 1), ((2, 3, 6), 6), ((3, 5), 0),
+                     ((0, 4), 2), ((5, 40), 7)]:
+        x = RNG.randint(-4, 4, size=shape).astype(np.float32)  # Many ties.
+        v, i = tf.nn.top_k(x, k)
+        assert v.shape.as_list() == list(shape[:-1]) + [k]
+        assert i.dtype == tf.int32
+        rv, ri = _run([v, i])
+        ev, ei = _top_k_ref(x, k)
+        np.testing.assert_array_equal(rv, ev)
+        np.testing.assert_array_equal(ri, ei)
+    x = RNG.randn(3, 8)
+    for dtype in (np.float64, np.int32, np.int64, np.uint8, np.int16, np.float16):
+        xv = (x * 10 + 50).astype(dtype)
+        r = _run(tf.math.top_k(xv, k=4))
+        np.testing.assert_array_equal(r.indices, _top_k_ref(xv, 4)[1])
+        np.testing.assert_array_equal(r.values, _top_k_ref(xv, 4)[0])
+        assert r.values.dtype == dtype
+    # Unsorted: the same set of entries.
+    v, i = _run(tf.nn.top_k(x, 5, sorted=False))
+    np.testing.assert_array_equal(np.sort(v, axis=-1), np.sort(_top_k_ref(x, 5)[0], axis=-1))
+    np.testing.assert_array_equal(np.take_along_axis(x, i, axis=-1), v)
+    # A k known only at run time.
+    kp = tf.placeholder(tf.int32, shape=[])
+    v = tf.nn.top_k(x, kp).values
+    assert v.shape.as_list() == [3, None]
+    np.testing.assert_array_equal(_run(v, {kp: 2}), _top_k_ref(x, 2)[0])
+
+
+def test_top_k_bad_k():
+    x = tf.constant([[1.0, 2.0, 3.0]])
+    with pytest.raises(ValueError, match="last dimension >= k"):
+        tf.nn.top_k(x, 4)
+    with pytest.raises(ValueError, match="non-negative"):
+        tf.nn.top_k(x, -1)
+    kp = tf.placeholder(tf.int32, shape=[])
+    v = tf.nn.top_k(x, kp).values
+    for k, msg in ((4, "at least k columns"), (-2, "Need k >= 0")):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+            _run(v, {kp: k})
+
+
+def test_top_k_gradient():
+    x0 = RNG.randn(3, 6)  # Distinct values: no tie moves under the differences.
+    check_gradient(lambda t: tf.nn.top_k(t, 2).values, x0)
+    check_gradient(lambda t: tf.nn.top_k(t, 6, sorted=False).values, x0)
+    check_gradient(lambda t: tf.nn.top_k(t, 3).values, RNG.randn(2, 2, 5))
+    x = tf.constant(x0)
+    v, i = tf.nn.top_k(x, 2)
+    g = tf.gradients(v, x)[0]
+    expect = np.zeros_like(x0)
+    np.put_along_axis(expect, _top_k_ref(x0, 2)[1], 1.0, axis=-1)
+    np.testing.assert_array_equal(_run(g), expect)
+    assert tf.gradients(tf.cast(i, tf.float64), x)[0] is None
+
+
 def test_in_top_k():
     pred = np.array([[0.1, 0.9, 0.5, 0.5], [0.3, 0.2, 0.1, 0.0], [1, 2, 3, 4],
                      [0, np.inf, 0, 0]], np.float32)
@@ -511,7 +573,7 @@ def test_xw_plus_b_and_zero_fraction():
 
 
 def test_missing_features_say_so():
-    for fn in (tf.nn.lrn, tf.nn.top_k, tf.nn.ctc_loss, tf.nn.raw_rnn):
+    for fn in (tf.nn.lrn, tf.nn.ctc_loss, tf.nn.raw_rnn):
         with pytest.raises(NotImplementedError):
             fn(tf.zeros([1, 2, 2, 1]))
     with pytest.raises(NotImplementedError):

@@ -518,8 +518,26 @@ TEST(GradientsTest, UnreachableResourceGetsZerosOfItsValue) {
 }
 
 // ---------------------------------------------------------------------------
-// N-d gathers and scatters, pads, reverses, broadcasts
+// N-d gathers and scatters, top k, pads, reverses, broadcasts
 
+// TopKV2: dvalues scattered back to where the values came from (distinct
+// random values, so no tie moves under the finite differences).
+TEST(TopKGradTest, ValuesScatterToTheirIndices) {
+  struct Case {
+    TensorShape shape;
+    int k;
+    bool sorted;
+  };
+  for (const Case& c : {Case{{5}, 1, true}, Case{{3, 4}, 2, true},
+                        Case{{2, 3, 4}, 4, true}, Case{{4, 6}, 3, false}}) {
+    SCOPED_TRACE(c.shape.DebugString() + " k=" + std::to_string(c.k));
+    CheckUnary(
+        [&c](const Scope& s, const Output& x) -> Output {
+          return ops::TopKV2(s, x, c.k, ops::TopKV2::Sorted(c.sorted)).values;
+        },
+        Values(c.shape, -1, 1, 7));
+  }
+}
 TEST(ScatterNdGradTest, GatherNdAndScatterNd) {
   CheckUnary(
       [](const Scope& s, const Output& x) -> Output {

@@ -247,11 +247,27 @@ def where(condition, x=None, y=None, name=None):
 
 
 def boolean_mask(tensor, mask, name="boolean_mask", axis=None):
+    """As TF: the dims axis..axis+rank(mask) of tensor are flattened into one
+    (mask flattened alike), and the entries where mask is true gathered."""
     with ops.name_scope(name, values=[tensor, mask]):
         tensor = ops.convert_to_tensor(tensor, name="tensor")
         mask = ops.convert_to_tensor(mask, name="mask")
+        ndims_mask = mask.shape.ndims
+        if ndims_mask is None:
+            raise ValueError("Number of mask dimensions must be specified, even if "
+                             "some dimensions are None.  E.g. shape=[None] is ok, "
+                             "but shape=None is not.")
+        if ndims_mask == 0:
+            raise ValueError("mask cannot be scalar.")
+        axis = 0 if axis is None else axis
+        if ndims_mask > 1:
+            shp = shape(tensor)
+            leading = gen_ops.prod(shp[axis:axis + ndims_mask], [0], keep_dims=True)
+            tensor = reshape(tensor, concat([shp[:axis], leading,
+                                             shp[axis + ndims_mask:]], 0))
+            mask = reshape(mask, [-1])
         idx = squeeze(gen_ops.where(mask), axis=[1])
-        return gather(tensor, idx)
+        return gather(tensor, idx, axis=axis)
 
 
 def sequence_mask(lengths, maxlen=None, dtype=dtypes.bool, name=None):

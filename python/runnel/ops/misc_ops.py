@@ -361,8 +361,115 @@ def _missing(tf_name, what):
     return f
 
 
-sort = _missing("sort", "the TopKV2 op")
-argsort = _missing("argsort", "the TopKV2 op")
+# ---------------------------------------------------------------- sorting
+
+def _constant_axis(axis):
+    if isinstance(axis, numbers.Integral):
+        return int(axis)
+    if isinstance(axis, np.ndarray) and axis.shape == () and axis.dtype.kind in "iu":
+        return int(axis)
+    if isinstance(axis, ops.Tensor) and axis.op.type == "Const":
+        from runnel import _runnel
+        value = _runnel.make_ndarray(axis.op.get_attr("value").SerializeToString())
+        if value.shape == () and value.dtype.kind in "iu":
+            return int(value)
+    raise ValueError("axis must be a constant scalar")
+
+
+def _descending_sort(values, axis, return_argsort):
+    """TF's sort_ops._descending_sort: top_k over all of the last axis, after
+    swapping `axis` with it (a swap is its own inverse)."""
+    static_rank = values.shape.ndims
+    if axis == -1 or (static_rank is not None and axis + 1 == static_rank):
+        top_k_input, transposition = values, None
+    else:
+        rank = array_ops.rank(values)
+        if static_rank is not None:
+            if axis < 0:
+                axis += static_rank
+            if not 0 <= axis < static_rank:
+                raise ValueError("axis %d is out of range for a tensor of rank %d"
+                                 % (axis, static_rank))
+            perm = np.r_[np.arange(axis), [static_rank - 1],
+                         np.arange(axis + 1, static_rank - 1), [axis]]
+            transposition = constant_op.constant(perm.astype(np.int32),
+                                                 name="transposition")
+        else:
+            if axis < 0:
+                axis = rank + axis
+            transposition = gen_ops.tensor_scatter_update(
+                gen_ops.range(0, rank, 1), array_ops.reshape(
+                    array_ops.stack([axis, rank - 1]), [2, 1]),
+                array_ops.stack([rank - 1, axis]))
+        top_k_input = array_ops.transpose(values, transposition)
+    # k is all of the last axis; a constant when known, so shapes stay static.
+    k = None
+    if top_k_input.shape.ndims is not None:
+        k = top_k_input.shape.as_list()[-1] if top_k_input.shape.ndims else None
+    if k is None:
+        k = array_ops.shape(top_k_input)[-1]
+    sorted_values, indices = gen_ops.top_kv2(top_k_input, k, sorted=True)
+    out = indices if return_argsort else sorted_values
+    if transposition is not None:
+        out = array_ops.transpose(out, transposition)
+    return out
+
+
+def _ascending_sort(values, axis, return_argsort):
+    """Descending order of an order-reversing map of values, as TF (-x for
+    floats, ~x = -1 - x for integers, which cannot overflow): equal values
+    stay equal, so ties keep index order. Sub and Neg take only float32/64
+    and int32/64 here, so narrower types are widened exactly first (and the
+    sorted values narrowed back), and uint64 takes ~x through int64's bits."""
+    dtype = values.dtype.base_dtype
+    if dtype == dtypes.uint64:
+        def flip(x):
+            minus_one = constant_op.constant(-1, dtype=dtypes.int64)
+            return math_ops.cast(minus_one - math_ops.cast(x, dtypes.int64), dtype)
+        out = _descending_sort(flip(values), axis, return_argsort)
+        return out if return_argsort else flip(out)
+    if dtype.is_integer:
+        wide = dtypes.int64 if dtype in (dtypes.int64, dtypes.uint32) else dtypes.int32
+        minus_one = constant_op.constant(-1, dtype=wide)
+        flip = lambda x: minus_one - x  # noqa: E731
+    else:
+        wide = dtypes.float64 if dtype == dtypes.float64 else dtypes.float32
+        flip = lambda x: -x  # noqa: E731
+    work = values if wide == dtype else math_ops.cast(values, wide)
+    out = _descending_sort(flip(work), axis, return_argsort)
+    if return_argsort:
+        return out
+    out = flip(out)
+    return out if wide == dtype else math_ops.cast(out, dtype)
+
+
+_SORT_IMPL = {"ASCENDING": _ascending_sort, "DESCENDING": _descending_sort}
+
+
+def _sort_or_argsort(values, axis, direction, return_argsort):
+    if direction not in _SORT_IMPL:
+        raise ValueError("%s should be one of %s"
+                         % (direction, ", ".join(sorted(_SORT_IMPL))))
+    axis = _constant_axis(axis)
+    values = _ct(values, name="values")
+    return _SORT_IMPL[direction](values, axis, return_argsort)
+
+
+def sort(values, axis=-1, direction="ASCENDING", name=None):
+    """values sorted along axis (a constant), as tf.sort: top_k on the last
+    axis after a transpose; ASCENDING through an order-reversing map."""
+    with ops.name_scope(name, "sort", [values]):
+        return _sort_or_argsort(values, axis, direction, return_argsort=False)
+
+
+def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
+    """int32 indices that sort values along axis, as tf.argsort. Ties keep
+    index order whatever `stable` says (TopKV2 is stable)."""
+    del stable  # As TF: the sort is stable anyway.
+    with ops.name_scope(name, "argsort", [values]):
+        return _sort_or_argsort(values, axis, direction, return_argsort=True)
+
+
 py_func = _missing("py_func", "Python callbacks from C++ kernels (the PyFunc op)")
 
 

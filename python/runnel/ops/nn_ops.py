@@ -2,7 +2,7 @@
 names and build-time checks as in TF 1.15), over the ops the C++ core
 registers. Functions whose op Runnel lacks are composed from registered
 ops where that is exact (in_top_k, the logistic losses); those that cannot be raise MissingFeatureError naming the missing
-piece (lrn, top_k, ctc_loss, dynamic_rnn, ...)."""
+piece (lrn, ctc_loss, dynamic_rnn, ...)."""
 
 import math
 
@@ -637,6 +637,13 @@ def _missing(tf_name, what):
 
 # ---------------------------------------------------------------- evaluation
 
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002
+    """The k largest entries of the last dimension of input and their indices
+    (int32): a (values, indices) pair, the TopKV2 op. Equal values keep the
+    lower index first; with sorted, values are in descending order."""
+    return gen_ops.top_kv2(input, k, sorted=sorted, name=name)
+
+
 def in_top_k(predictions, targets, k, name=None):
     """Whether targets[i] is among the k largest of predictions[i] (ties at
     the boundary count as in; a non-finite or out-of-range target is not).
@@ -837,7 +844,7 @@ def exports():
         "lrn": _missing("lrn", "the LRN op"),
         "local_response_normalization": _missing("local_response_normalization",
                                                  "the LRN op"),
-        "top_k": _missing("top_k", "the TopKV2 op"),
+        "top_k": top_k,
         "ctc_loss": _missing("ctc_loss", "the CTCLoss op"),
         "embedding_lookup_sparse": _missing("embedding_lookup_sparse",
                                             "tf.SparseTensor in the Python API"),

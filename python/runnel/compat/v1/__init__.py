@@ -264,6 +264,8 @@ for _n in ("clip_by_value", "clip_by_norm", "clip_by_global_norm", "global_norm"
     if _v is not None:
         globals()[_n] = _v
 math = _ns.math_module(globals())
+if callable(getattr(nn, "top_k", None)):
+    math.top_k = nn.top_k
 
 
 def disable_eager_execution():
