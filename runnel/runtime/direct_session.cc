@@ -793,7 +793,11 @@ Status DirectSession::PRun(
                                       "' took longer than ", timeout_ms, " ms");
     }
     if (!s.ok()) {
-      // The step's own error rather than the abort it caused.
+      // The step's own error rather than the abort it caused. A failing
+      // kernel cancels the step, which aborts the rendezvous before the
+      // executor's callback records the error: wait (bounded) for it.
+      run->done.WaitForNotificationWithTimeout(
+          absl::Milliseconds(timeout_ms > 0 ? timeout_ms : 10000));
       absl::MutexLock l(&run->mu);
       return run->status.ok() ? s : run->status;
     }

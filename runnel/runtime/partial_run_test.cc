@@ -149,6 +149,26 @@ TEST(PartialRunTest, TheStepsErrorNamesTheNodeAndSticks) {
   EXPECT_FALSE(s.ok());
 }
 
+// Feeding and fetching in one PRun: the failing kernel cancels the step,
+// which aborts the fetch's Recv before the executor reports its error; the
+// PRun must still return that error, not the cancellation (it raced).
+TEST(PartialRunTest, AFetchOfAFailingStepGetsItsErrorNotTheCancellation) {
+  auto session = TfPartialRunGraph();
+  for (int i = 0; i < 200; ++i) {
+    std::string h;
+    ASSERT_OK(session->PRunSetup({"a", "b"}, {"bad"}, {}, &h));
+    std::vector<Tensor> out;
+    Status s = session->PRun(
+        h,
+        {{"a", Tensor::Scalar(std::numeric_limits<float>::infinity())},
+         {"b", Tensor::Scalar(1.0f)}},
+        {"bad"}, &out);
+    ASSERT_EQ(s.code(), absl::StatusCode::kInvalidArgument)
+        << "run " << i << ": " << s;
+    ASSERT_NE(s.message().find("r1 is not finite"), std::string::npos) << s;
+  }
+}
+
 TEST(PartialRunTest, AWaitingFetchTimesOut) {
   ConfigProto config;
   config.set_operation_timeout_in_ms(200);
