@@ -5,12 +5,11 @@ Run it on Runnel through the `tensorflow` shim (scripts/demo.sh does):
     PYTHONPATH=build/python/shim:build/python /usr/bin/python3 \\
         examples/python/fashion_mnist_mlp.py [--epochs 2]
 
-It reads Debian's dataset-fashion-mnist, trains 784-256-10 (ReLU, softmax
+Its flags are tf.app.flags, parsed by tf.app.run. It reads Debian's dataset-fashion-mnist, trains 784-256-10 (ReLU, softmax
 cross-entropy, Adam) with feed_dict batches, saves a checkpoint, restores
 it into a fresh session, and prints the test accuracy.
 """
 
-import argparse
 import gzip
 import os
 import tempfile
@@ -19,6 +18,11 @@ import numpy as np
 import tensorflow as tf
 
 DATA = "/usr/share/datasets/fashion-mnist"
+
+flags = tf.app.flags
+flags.DEFINE_integer("epochs", 2, "passes over the training set")
+flags.DEFINE_integer("batch_size", 100, "examples per step")
+FLAGS = flags.FLAGS
 
 
 def load(split):
@@ -34,12 +38,7 @@ def load(split):
     return images.astype(np.float32), labels
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=2)
-    parser.add_argument("--batch_size", type=int, default=100)
-    args = parser.parse_args()
-
+def main(_):
     train_x, train_y = load("train")
     test_x, test_y = load("test")
 
@@ -60,10 +59,10 @@ def main():
     ckpt_dir = tempfile.mkdtemp(prefix="fashion_mnist_mlp_")
     with tf.Session() as sess:
         sess.run(tf.global_variables_initializer())
-        for epoch in range(args.epochs):
+        for epoch in range(FLAGS.epochs):
             order = rng.permutation(len(train_y))
-            for i in range(0, len(order), args.batch_size):
-                batch = order[i:i + args.batch_size]
+            for i in range(0, len(order), FLAGS.batch_size):
+                batch = order[i:i + FLAGS.batch_size]
                 _, loss_value = sess.run([train_op, loss],
                                          {x: train_x[batch], y: train_y[batch]})
             print("epoch %d: step %d, loss %.3f" % (epoch + 1, sess.run(global_step),
@@ -78,4 +77,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    tf.app.run()

@@ -187,15 +187,26 @@ def logging_module():
 
 
 def app_module():
-    import sys
-
-    def run(main=None, argv=None):
-        main = main or sys.modules["__main__"].main
-        sys.exit(main(argv if argv is not None else sys.argv))
-
-    m = _module("tf.app", {"run": run})
-    m.flags = missing_module("tf.app.flags", "tf.app.flags (use argparse)")
+    """tf.app: run() and flags (absl-py's, as TF 1.x)."""
+    try:
+        from runnel.platform import app
+        from runnel.platform import flags
+    except ImportError:  # absl-py (Debian's python3-absl) is not installed
+        m = missing_module("tf.app", "tf.app needs absl-py (python3-absl)")
+        m.flags = missing_module("tf.app.flags", "tf.app.flags needs absl-py (python3-absl)")
+        return m
+    m = _module("tf.app", {"run": app.run})
+    m.flags = flags
     return m
+
+
+def test_module():
+    """tf.test: TestCase, main, the gradient checker."""
+    try:
+        from runnel.platform import test
+    except ImportError:
+        return missing_module("tf.test", "tf.test needs absl-py (python3-absl)")
+    return _module("tf.test", {k: getattr(test, k) for k in test.__all__})
 
 
 def raw_ops_module():

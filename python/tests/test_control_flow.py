@@ -456,3 +456,61 @@ def test_finalized_graph_refuses_control_flow():
         tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(2))
     with pytest.raises(RuntimeError, match="finalized"):
         tf.while_loop(lambda i: i < 3, lambda i: i + 1, [p])
+
+
+# ---------------------------------------------------------------- tf.case
+
+def _case_graph(exclusive=False, with_default=True):
+    x = tf.placeholder(tf.int32, [], name="x")
+    pairs = [(tf.less(x, 0), lambda: tf.constant(-1)),
+             (tf.less(x, 10), lambda: tf.constant(1)),
+             (tf.less(x, 100), lambda: tf.constant(2))]
+    default = (lambda: tf.constant(3)) if with_default else None
+    return x, tf.case(pairs, default=default, exclusive=exclusive)
+
+
+def test_case_takes_the_first_predicate_that_holds():
+    x, y = _case_graph()
+    with tf.Session() as sess:
+        assert [sess.run(y, {x: v}) for v in (-5, 5, 50, 500)] == [-1, 1, 2, 3]
+
+
+def test_case_without_default_uses_the_last_pair_and_asserts_one_holds():
+    x, y = _case_graph(with_default=False)
+    with tf.Session() as sess:
+        assert [sess.run(y, {x: v}) for v in (-5, 5, 50)] == [-1, 1, 2]
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="None of conditions evaluated as True"):
+            sess.run(y, {x: 500})
+
+
+def test_case_exclusive_checks_that_at_most_one_predicate_holds():
+    x, y = _case_graph(exclusive=True)
+    with tf.Session() as sess:
+        assert sess.run(y, {x: 500}) == 3
+        with pytest.raises(tf.errors.InvalidArgumentError,
+                           match="Input error: exclusive=True"):
+            sess.run(y, {x: 5})  # x < 10 and x < 100 both hold
+
+
+def test_case_runs_only_the_taken_branch_side_effects():
+    v = tf.Variable(0, name="v")
+    p = tf.placeholder(tf.bool, [], name="p")
+    y = tf.case([(p, lambda: tf.assign_add(v, 1))], default=lambda: tf.assign_add(v, 10))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(y, {p: True})
+        sess.run(y, {p: False})
+        assert sess.run(v) == 11
+
+
+def test_case_bad_arguments_are_type_errors():
+    x = tf.placeholder(tf.int32, [])
+    with pytest.raises(TypeError, match="must be a list, tuple, or dict"):
+        tf.case(lambda: x)
+    with pytest.raises(TypeError, match="type bool"):
+        tf.case([(x, lambda: x)])
+    with pytest.raises(TypeError, match="must be callable"):
+        tf.case([(tf.less(x, 1), x)])
+    with pytest.raises(TypeError, match="2-tuple"):
+        tf.case([(tf.less(x, 1),)])

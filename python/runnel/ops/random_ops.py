@@ -4,7 +4,6 @@ and op seeds (tf.set_random_seed)."""
 from runnel.framework import dtypes
 from runnel.framework import ops
 from runnel.ops import gen_ops
-from runnel.ops import math_ops
 
 _DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1

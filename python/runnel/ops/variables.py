@@ -196,7 +196,6 @@ class Variable:
         return state_ops.is_variable_initialized(self._variable)
 
     def initialized_value(self):
-        from runnel.ops import control_flow_ops
         with ops.control_dependencies([self._initializer_op]):
             return gen_ops.identity(self._variable)
 

@@ -167,28 +167,10 @@ class Scaffold:
 
 def _report_uninitialized_variables(var_list=None,
                                     name="report_uninitialized_variables"):
-    """tf.report_uninitialized_variables: the names of the uninitialized
-    variables of `var_list` (default: global and local ones), a 1-D string
-    tensor. Built with DynamicPartition where the core lacks Where (which
-    variables.report_uninitialized_variables' boolean_mask needs)."""
-    from runnel.framework import constant_op
-    from runnel.framework import dtypes
-    from runnel.ops import array_ops
-    from runnel.ops import gen_ops
-    from runnel.ops import math_ops
-    from runnel.ops import state_ops
+    """tf.report_uninitialized_variables (global and local variables by
+    default)."""
     from runnel.ops import variables
-    if var_list is None:
-        var_list = variables.global_variables() + variables.local_variables()
-    if var_list and not getattr(gen_ops.where, "_runnel_missing", False):
-        return variables.report_uninitialized_variables(var_list, name=name)
-    with ops.name_scope(name):
-        if not var_list:
-            return constant_op.constant(np.array([], dtype=object), dtype=dtypes.string)
-        init = array_ops.stack([state_ops.is_variable_initialized(v) for v in var_list])
-        names = constant_op.constant([v.op.name for v in var_list])
-        partitions = math_ops.cast(gen_ops.logical_not(init), dtypes.int32)
-        return gen_ops.dynamic_partition(names, partitions, 2)[1]
+    return variables.report_uninitialized_variables(var_list, name=name)
 
 
 def _get_saver_or_default():

@@ -13,7 +13,6 @@ Servers listen on 127.0.0.1 (TensorFlow listens on every interface; Runnel
 does only when asked: `bind_address`).
 """
 
-import collections.abc
 
 from runnel import _runnel
 from runnel._compat_namespaces import MissingFeatureError

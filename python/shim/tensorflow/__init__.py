@@ -19,7 +19,7 @@ _sys.modules["tensorflow.compat"] = _compat
 _sys.modules["tensorflow.compat.v1"] = _v1
 for _name in ("train", "nn", "errors", "layers", "dtypes", "saved_model",
               "initializers", "losses", "math", "linalg", "random", "io", "gfile",
-              "logging", "app", "summary", "data", "image", "sparse"):
+              "logging", "app", "summary", "data", "image", "sparse", "test", "flags"):
     _sys.modules["tensorflow." + _name] = getattr(_v1, _name)
 for _k in dir(_v1):
     if not _k.startswith("__"):

@@ -11,7 +11,6 @@ import numpy as _np
 
 from runnel.framework import constant_op as _constant_op
 from runnel.framework import dtypes as _dtypes
-from runnel.framework import errors as _errors
 from runnel.framework import ops as _ops
 from runnel.framework import tensor_shape as _tensor_shape
 from runnel.client import session as _session
@@ -31,8 +30,6 @@ from runnel.proto import attr_value_pb2 as _attr_value_pb2
 from runnel.proto import tensor_pb2 as _tensor_pb2
 from runnel.proto import summary_pb2 as _summary_pb2
 from runnel.proto import event_pb2 as _event_pb2
-from runnel.training import optimizer as _optimizer
-from runnel.training import training_util as _training_util
 from runnel import _compat_namespaces as _ns
 
 __version__ = "1.15.0-runnel"
@@ -227,7 +224,7 @@ python_io = _ns.python_io_module()
 gfile = _ns.gfile_module()
 logging = _ns.logging_module()
 app = _ns.app_module()
-test = _ns.missing_module("tf.test", "tf.test")
+test = _ns.test_module()
 distribute = _ns.missing_module("tf.distribute", "tf.distribute")
 keras = _ns.missing_module("tf.keras", "Keras")
 estimator = _ns.missing_module("tf.estimator", "Estimators")
