@@ -38,6 +38,8 @@ inline Endpoint ToEndpoint(const Output& o) {
 void RegisterGraphBindings(pybind11::module_& m);
 // Graph.cond and Graph.while_loop (control_flow_binding.cc).
 void RegisterControlFlowBindings(PyGraphClass& graph_class);
+// Graph.add_function_from_graph (function_binding.cc).
+void RegisterFunctionBindings(PyGraphClass& graph_class);
 void RegisterSessionBindings(pybind11::module_& m);
 // _runnel.Server (server_binding.cc), built with the distributed runtime
 // (RUNNEL_WITH_GRPC; module.cc then defines _runnel.has_server = True);

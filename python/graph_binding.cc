@@ -291,6 +291,7 @@ void RegisterGraphBindings(py::module_& m) {
            py::arg("grad_ys"), py::arg("name_scope"), py::arg("gradients_name"),
            py::arg("stop_gradients"));
   RegisterControlFlowBindings(graph_class);
+  RegisterFunctionBindings(graph_class);
 }
 
 }  // namespace runnel::python

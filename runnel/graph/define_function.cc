@@ -13,11 +13,19 @@ namespace runnel {
 namespace {
 
 // How a body node's output slot is named in a FunctionDef:
-// "node:output_arg:index", or the argument's name for an _Arg.
+// "node:output_arg:index", or the argument's name for an argument node.
 class TensorNamer {
  public:
+  explicit TensorNamer(const std::set<const Node*>& args) : args_(args) {}
+
   StatusOr<std::string> Name(const Node* n, int slot) {
-    if (n->type_string() == "_Arg") return n->name();
+    if (args_.contains(n)) {
+      if (slot != 0) {
+        return errors::InvalidArgument("argument node '", n->name(),
+                                       "' is used at output ", slot);
+      }
+      return n->name();
+    }
     auto it = ranges_.find(n);
     if (it == ranges_.end()) {
       std::map<std::string, std::pair<int, int>> in, out;
@@ -33,6 +41,7 @@ class TensorNamer {
   }
 
  private:
+  const std::set<const Node*>& args_;
   std::map<const Node*, std::map<std::string, std::pair<int, int>>> ranges_;
 };
 
@@ -82,19 +91,39 @@ StatusOr<FunctionDef> BuildFunctionDef(const std::string& name,
     return Status(s.code(), absl::StrCat(where(), ": ", s.message()));
   }
 
+  std::vector<const Node*> arg_nodes;
+  for (const Output& a : arg_outputs) arg_nodes.push_back(a.node());
+  return FunctionDefFromGraph(name, *body.graph(), arg_nodes, results);
+}
+
+StatusOr<FunctionDef> FunctionDefFromGraph(const std::string& name,
+                                           const Graph& body,
+                                           const std::vector<const Node*>& args,
+                                           const std::vector<Output>& results) {
+  auto where = [&] { return absl::StrCat("function '", name, "'"); };
+  if (!IsValidNodeName(name, /*allow_internal=*/false)) {
+    return errors::InvalidArgument("'", name, "' is not a valid function name");
+  }
   FunctionDef fdef;
   OpDef* sig = fdef.mutable_signature();
   sig->set_name(name);
-  for (const FunctionArg& a : args) {
+  std::set<const Node*> arg_set;
+  for (const Node* a : args) {
+    if (a == nullptr || body.FindNodeId(a->id()) != a ||
+        a->num_outputs() != 1 || !arg_set.insert(a).second) {
+      return errors::InvalidArgument(
+          where(), ": argument ", sig->input_arg_size(),
+          " is not a node of the body with one output, or repeats");
+    }
     OpDef::ArgDef* arg = sig->add_input_arg();
-    arg->set_name(a.name);
-    arg->set_type(a.type);
+    arg->set_name(a->name());
+    arg->set_type(BaseType(a->output_type(0)));
   }
-  TensorNamer namer;
+  TensorNamer namer(arg_set);
   for (size_t k = 0; k < results.size(); ++k) {
     const Output& out = results[k];
     if (out.node() == nullptr ||
-        body.graph()->FindNodeId(out.node()->id()) != out.node()) {
+        body.FindNodeId(out.node()->id()) != out.node()) {
       return errors::InvalidArgument(where(), ": result ", k,
                                      " is null or not built in the body");
     }
@@ -104,8 +133,8 @@ StatusOr<FunctionDef> BuildFunctionDef(const std::string& name,
     ASSIGN_OR_RETURN(std::string tensor, namer.Name(out.node(), out.index()));
     (*fdef.mutable_ret())[arg->name()] = tensor;
   }
-  for (Node* n : body.graph()->nodes()) {
-    if (n->type_string() == "_Arg") continue;
+  for (Node* n : body.nodes()) {
+    if (arg_set.contains(n)) continue;
     NodeDef* nd = fdef.add_node_def();
     nd->set_name(n->name());
     nd->set_op(n->type_string());
@@ -119,7 +148,7 @@ StatusOr<FunctionDef> BuildFunctionDef(const std::string& name,
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge()) {
         // An argument is there before the body runs: no edge needed.
-        if (e->src()->type_string() != "_Arg") {
+        if (!arg_set.contains(e->src())) {
           controls.push_back("^" + e->src()->name());
         }
         continue;
@@ -138,20 +167,25 @@ StatusOr<FunctionDef> BuildFunctionDef(const std::string& name,
   return fdef;
 }
 
+Status AddFunctionsToGraph(Graph* g, const FunctionDefLibrary& lib) {
+  auto merged =
+      g->library() == nullptr
+          ? std::make_shared<FunctionLibraryDefinition>()
+          : std::make_shared<FunctionLibraryDefinition>(*g->library());
+  RETURN_IF_ERROR(merged->AddLibrary(lib));
+  g->set_library(std::move(merged));
+  return absl::OkStatus();
+}
+
 StatusOr<NameAttrList> DefineFunction(const Scope& scope,
                                       const std::string& name,
                                       const std::vector<FunctionArg>& args,
                                       const FunctionBuilder& build) {
   if (!scope.ok()) return scope.status();
   ASSIGN_OR_RETURN(FunctionDef fdef, BuildFunctionDef(name, args, build));
-  Graph* g = scope.graph();
-  auto lib = g->library() == nullptr
-                 ? std::make_shared<FunctionLibraryDefinition>()
-                 : std::make_shared<FunctionLibraryDefinition>(*g->library());
   FunctionDefLibrary one;
   *one.add_function() = std::move(fdef);
-  RETURN_IF_ERROR(lib->AddLibrary(one));
-  g->set_library(std::move(lib));
+  RETURN_IF_ERROR(AddFunctionsToGraph(scope.graph(), one));
   NameAttrList func;
   func.set_name(name);
   return func;

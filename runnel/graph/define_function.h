@@ -63,6 +63,28 @@ StatusOr<FunctionDef> BuildFunctionDef(const std::string& name,
                                        const std::vector<FunctionArg>& args,
                                        const FunctionBuilder& build);
 
+// The FunctionDef named `name` whose body is the graph `body` (built by
+// any means; BuildFunctionDef and the Python front end's function graphs
+// both end here). `args[i]` is the node standing for argument i: a node of
+// `body` with one output (an _Arg, or a Placeholder), not emitted; its name
+// is the argument's name and its output type the argument's type, and its
+// consumers read the argument. Every other node becomes a NodeDef with
+// TF's "node:output_arg:index" input names; `results[k]` (which may be an
+// argument) is output "output_<k>"; nodes with side effects are control
+// outputs, as in DefineFunction. Errors: InvalidArgument naming the
+// function for an invalid name, an argument that is not a one-output node
+// of `body` or repeats, a result not in `body`, or what
+// ValidateFunctionDef rejects.
+StatusOr<FunctionDef> FunctionDefFromGraph(const std::string& name,
+                                           const Graph& body,
+                                           const std::vector<const Node*>& args,
+                                           const std::vector<Output>& results);
+
+// Adds every function of `lib` to g's library (a new library shared by no
+// one else; functions already there must be identical). Nothing changes on
+// error.
+Status AddFunctionsToGraph(Graph* g, const FunctionDefLibrary& lib);
+
 // Builds the function and adds it to scope.graph()'s library. Returns the
 // attr value to call it with (name, no attrs).
 StatusOr<NameAttrList> DefineFunction(const Scope& scope,

@@ -323,6 +323,75 @@ TEST(FunctionalControlFlowTest, NotInlinedCallsRunOnTheirOwnExecutors) {
   ExpectTensorEqual<float>(out[2], out[0]);
 }
 
+// FunctionDefFromGraph: a body built as a whole graph, its arguments
+// Placeholders (how the Python front end's tf.data functions are made).
+TEST(FunctionalControlFlowTest,
+     FunctionsFromWholeGraphsTakePlaceholdersAsArgs) {
+  Scope body = Scope::NewRootScope();
+  auto x = ops::Placeholder(body.WithOpName("x"), DT_FLOAT);
+  auto scale = ops::Placeholder(body.WithOpName("scale"), DT_FLOAT);
+  auto y = ops::AddV2(body.WithOpName("y"), ops::Mul(body, x, scale),
+                      ops::Const(body, 1.0f));
+  ASSERT_OK(body.status());
+  ASSERT_OK_AND_ASSIGN(FunctionDef fdef,
+                       FunctionDefFromGraph("ScaleAndShift", *body.graph(),
+                                            {x.node(), scale.node()}, {y, x}));
+  ASSERT_EQ(fdef.signature().input_arg_size(), 2);
+  EXPECT_EQ(fdef.signature().input_arg(1).name(), "scale");
+  EXPECT_EQ(fdef.signature().input_arg(1).type(), DT_FLOAT);
+  EXPECT_EQ(fdef.ret().at("output_0"), "y:z:0");
+  EXPECT_EQ(fdef.ret().at("output_1"), "x");  // An argument as a result.
+  for (const NodeDef& n : fdef.node_def()) EXPECT_NE(n.op(), "Placeholder");
+
+  Scope root = Scope::NewRootScope();
+  FunctionDefLibrary lib;
+  *lib.add_function() = fdef;
+  ASSERT_OK(AddFunctionsToGraph(root.graph(), lib));
+  ASSERT_OK(AddFunctionsToGraph(root.graph(), lib));  // Identical: fine.
+  NameAttrList f;
+  f.set_name("ScaleAndShift");
+  auto in = ops::Placeholder(root.WithOpName("in"), DT_FLOAT);
+  ops::PartitionedCall call(root.WithOpName("call"),
+                            {Input(in), Input(ops::Const(root, 3.0f))},
+                            {DT_FLOAT, DT_FLOAT}, f);
+  ASSERT_OK(root.status());
+  ASSERT_OK_AND_ASSIGN(auto session, SessionFor(root));
+  std::vector<Tensor> out;
+  ASSERT_OK(session->Run({{"in", Tensor::FromVector<float>({2, -1})}},
+                         {"call:0", "call:1"}, {}, &out));
+  ExpectTensorEqual<float>(out[0], Tensor::FromVector<float>({7, -2}));
+  ExpectTensorEqual<float>(out[1], Tensor::FromVector<float>({2, -1}));
+
+  // Another definition under the same name is refused; the library keeps
+  // the first.
+  FunctionDefLibrary other;
+  ASSERT_OK_AND_ASSIGN(*other.add_function(),
+                       FunctionDefFromGraph("ScaleAndShift", *body.graph(),
+                                            {x.node(), scale.node()}, {x}));
+  EXPECT_FALSE(AddFunctionsToGraph(root.graph(), other).ok());
+  EXPECT_EQ(root.graph()->library()->Find("ScaleAndShift")->ret_size(), 2);
+}
+
+TEST(FunctionalControlFlowTest,
+     FunctionsFromWholeGraphsRejectBadArgsAndResults) {
+  Scope body = Scope::NewRootScope();
+  auto x = ops::Placeholder(body.WithOpName("x"), DT_FLOAT);
+  auto y = ops::Neg(body.WithOpName("y"), x);
+  Scope elsewhere = Scope::NewRootScope();
+  auto z = ops::Placeholder(elsewhere.WithOpName("z"), DT_FLOAT);
+  auto bad = [&](const std::string& name, std::vector<const Node*> args,
+                 std::vector<Output> results) -> std::string {
+    auto f = FunctionDefFromGraph(name, *body.graph(), args, results);
+    EXPECT_EQ(f.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    return std::string(f.status().message());
+  };
+  EXPECT_THAT(bad("F", {z.node()}, {y}), HasSubstr("argument 0"));
+  EXPECT_THAT(bad("F", {x.node(), x.node()}, {y}), HasSubstr("repeats"));
+  EXPECT_THAT(bad("F", {x.node()}, {z}), HasSubstr("result 0"));
+  EXPECT_THAT(bad("F", {x.node()}, {Output()}), HasSubstr("result 0"));
+  EXPECT_THAT(bad("no spaces", {x.node()}, {y}), HasSubstr("function name"));
+}
+
 TEST(FunctionalControlFlowTest, RecursionWithABaseCaseRunsWhenNotInlined) {
   Scope root = Scope::NewRootScope();
   NameAttrList fact;

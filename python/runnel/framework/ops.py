@@ -13,7 +13,6 @@ import contextlib
 import re
 import threading
 
-import numpy as np
 
 from runnel import _runnel
 from runnel.framework import dtypes
@@ -918,6 +917,9 @@ def _get_graph_from_inputs(op_input_list, graph=None):
     """The graph of the Tensors among `op_input_list` (they must agree)."""
     if graph is not None:
         return graph
+    if getattr(get_default_graph(), "_building_function", False):
+        # A tf.data function graph captures other graphs' tensors.
+        return get_default_graph()
     found = None
     for x in op_input_list:
         g = None
