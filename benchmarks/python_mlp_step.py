@@ -35,7 +35,7 @@ def linear(x, fan_in, units, name, relu):
     with tf.variable_scope(name) if hasattr(tf, "variable_scope") else tf.name_scope(name):
         w = tf.Variable(tf.random_uniform([fan_in, units], -bound, bound), name="kernel")
         b = tf.Variable(tf.random_uniform([units], -bound, bound), name="bias")
-        y = tf.matmul(x, w) + b
+        y = tf.nn.bias_add(tf.matmul(x, w), b)  # as tf.layers.dense and the C++ Dense
         return tf.nn.relu(y) if relu else y
 
 
