@@ -125,6 +125,9 @@ def linalg_module(g):
                                  "matrix_inverse", "diag", "diag_part"])
     if hasattr(m, "matrix_inverse"):
         m.inv = m.matrix_inverse
+    from runnel.ops import linalg_ops
+    for k, v in linalg_ops.exports()[1].items():
+        setattr(m, k, v)
     return m
 
 

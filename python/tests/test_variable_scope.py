@@ -356,7 +356,6 @@ def test_tf_initializers_namespace():
     assert tf.initializers.glorot_uniform is tf.glorot_uniform_initializer
     v = _value(tf.initializers.identity(), [2, 3])
     np.testing.assert_array_equal(v, np.eye(2, 3))
-    with pytest.raises(NotImplementedError, match="Qr"):
-        tf.initializers.orthogonal()([3, 3])
-    with pytest.raises(NotImplementedError):
-        tf.get_variable("o", [3, 3], initializer=tf.orthogonal_initializer())
+    assert tf.initializers.orthogonal is tf.orthogonal_initializer
+    w = _value(tf.initializers.orthogonal(seed=1), [3, 3])
+    np.testing.assert_allclose(w.T @ w, np.eye(3), atol=1e-5)

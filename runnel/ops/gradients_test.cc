@@ -1829,3 +1829,104 @@ TEST(BatchNormGradTest, FusedBatchNormGradV3SecondOrder) {
 
 }  // namespace
 }  // namespace runnel
+
+namespace runnel {
+namespace {
+
+// ---------------------------------------------------------------------------
+// Linear algebra (linalg_grad.cc). Inputs are kept well conditioned: a
+// diagonal shift for the inverses and solves, x x^T + I for Cholesky.
+
+// x + 3 I for x of shape [..., n, n] (broadcast).
+Output ShiftDiag(const Scope& s, const Output& x, int n) {
+  std::vector<double> eye(n * n, 0.0);
+  for (int i = 0; i < n; ++i) eye[i * n + i] = 3.0;
+  return ops::Add(s, x, ops::Const(s, Doubles(eye, {n, n})));
+}
+
+TEST(LinalgGradTest, InverseAndDeterminants) {
+  for (bool adjoint : {false, true}) {
+    CheckUnary(
+        [adjoint](const Scope& s, const Output& x) -> Output {
+          return ops::MatrixInverse(s, ShiftDiag(s, x, 3),
+                                    ops::MatrixInverse::Adjoint(adjoint));
+        },
+        Values({2, 3, 3}));
+  }
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        return ops::MatrixDeterminant(s, ShiftDiag(s, x, 3));
+      },
+      Values({2, 3, 3}));
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        return {ops::LogMatrixDeterminant(s, ShiftDiag(s, xs[0], 3))
+                    .log_abs_determinant};
+      },
+      {Values({2, 3, 3}, -1, 1, 3)});
+}
+
+TEST(LinalgGradTest, Cholesky) {
+  CheckUnary(
+      [](const Scope& s, const Output& x) -> Output {
+        const Output a =
+            ops::BatchMatMulV2(s, x, x, ops::BatchMatMulV2::AdjY(true));
+        return ops::Cholesky(s, ShiftDiag(s, a, 3));
+      },
+      Values({2, 3, 3}, -1, 1, 5));
+}
+
+TEST(LinalgGradTest, Solves) {
+  for (bool adjoint : {false, true}) {
+    CheckGrad(
+        [adjoint](const Scope& s, const Outputs& xs) -> Outputs {
+          return {ops::MatrixSolve(s, ShiftDiag(s, xs[0], 3), xs[1],
+                                   ops::MatrixSolve::Adjoint(adjoint))};
+        },
+        {Values({2, 3, 3}), Values({2, 3, 2}, -1, 1, 4)});
+    for (bool lower : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("lower=", lower, " adjoint=", adjoint));
+      CheckGrad(
+          [adjoint, lower](const Scope& s, const Outputs& xs) -> Outputs {
+            using Solve = ops::MatrixTriangularSolve;
+            return {Solve(s, ShiftDiag(s, xs[0], 3), xs[1],
+                          Solve::Lower(lower).Adjoint(adjoint))};
+          },
+          {Values({2, 3, 3}), Values({2, 3, 2}, -1, 1, 4)});
+    }
+  }
+}
+
+// Both outputs of Qr for square and tall inputs (the reshape gives the
+// gradient the static shape it needs).
+TEST(LinalgGradTest, Qr) {
+  for (const TensorShape& shape :
+       {TensorShape({3, 3}), TensorShape({2, 4, 3}), TensorShape({5, 2})}) {
+    SCOPED_TRACE(shape.DebugString());
+    CheckGrad(
+        [&shape](const Scope& s, const Outputs& xs) -> Outputs {
+          std::vector<int64_t> dims(shape.dims());
+          for (int i = 0; i < shape.dims(); ++i) dims[i] = shape.dim_size(i);
+          auto qr = ops::Qr(s, ops::Reshape(s, xs[0], Const64(s, dims)));
+          return {qr.q, qr.r};
+        },
+        {Values(shape, -1, 1, 9)});
+  }
+}
+
+TEST(LinalgGradTest, QrGradientOfWideOrFullIsUnimplemented) {
+  for (bool full : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Const(
+        root, Doubles({1, 2, 3, 4, 5, 6},
+                      full ? TensorShape({3, 2}) : TensorShape({2, 3})));
+    auto qr = ops::Qr(root.WithOpName("my_qr"), x, ops::Qr::FullMatrices(full));
+    Outputs dx;
+    Status s = AddSymbolicGradients(root, {qr.q}, {x}, &dx);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+    EXPECT_THAT(s.message(), HasSubstr("my_qr"));
+  }
+}
+
+}  // namespace
+}  // namespace runnel

@@ -233,9 +233,11 @@ class GlorotNormal(VarianceScaling):
 
 
 class Orthogonal(Initializer):
-    """An orthogonal matrix (tf.orthogonal_initializer): TF takes the Q of a
-    QR decomposition of a random normal matrix. Runnel's C++ core has no Qr
-    op yet, so calling it raises MissingFeatureError."""
+    """An orthogonal matrix (tf.orthogonal_initializer), TF's algorithm: the
+    shape flattened to [rows, cols] (rows = the product of all but the last
+    dim), a random normal [max, min] matrix, its QR, Q with each column
+    multiplied by the sign of R's diagonal (so Q is uniform over the
+    orthogonal matrices), transposed when rows < cols, times gain."""
 
     def __init__(self, gain=1.0, seed=None, dtype=dtypes.float32):
         self.gain = gain
@@ -243,11 +245,27 @@ class Orthogonal(Initializer):
         self.dtype = _assert_float_dtype(dtype)
 
     def __call__(self, shape, dtype=None, partition_info=None):
-        from runnel._compat_namespaces import MissingFeatureError
+        from runnel.ops import gen_ops
+        from runnel.ops import math_ops
+        dtype = _assert_float_dtype(dtype or self.dtype)
+        shape = [int(d) for d in shape]
         if len(shape) < 2:
             raise ValueError("The tensor to initialize must be at least two-dimensional")
-        raise MissingFeatureError("tf.orthogonal_initializer needs the Qr op, which is "
-                                  "not registered in Runnel's C++ core yet")
+        num_rows = 1
+        for dim in shape[:-1]:
+            num_rows *= dim
+        num_cols = shape[-1]
+        flat_shape = ((num_cols, num_rows) if num_rows < num_cols
+                      else (num_rows, num_cols))
+        a = random_ops.random_normal(flat_shape, dtype=dtype, seed=self.seed)
+        q, r = gen_ops.qr(a, full_matrices=False)
+        # diag(r) as a row: sum over the rows of r * I.
+        eye = constant_op.constant(np.eye(flat_shape[1]), dtype=dtype)
+        d = math_ops.reduce_sum(r * eye, 0)
+        q = q * math_ops.sign(d)
+        if num_rows < num_cols:
+            q = array_ops.transpose(q)
+        return self.gain * array_ops.reshape(q, shape)
 
     def get_config(self):
         return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}

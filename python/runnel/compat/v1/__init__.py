@@ -211,6 +211,8 @@ layers = _ns.layers_module()
 saved_model = _ns.saved_model_module()
 initializers = _ns.initializers_module()
 losses = _ns.losses_module()
+from runnel.ops import linalg_ops as _linalg_ops  # noqa: E402
+globals().update(_linalg_ops.exports()[0])
 linalg = _ns.linalg_module(globals())
 random = _ns.random_module(globals())
 compat = _ns.compat_module()
