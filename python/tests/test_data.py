@@ -403,13 +403,112 @@ def test_get_next_before_initializer_is_failed_precondition():
 
 def test_missing_features_raise_missing_feature_error():
     r = tf.data.Dataset.range(3)
-    with pytest.raises(MissingFeatureError, match="interleave"):
-        r.interleave(lambda x: tf.data.Dataset.range(x), cycle_length=2)
+    with pytest.raises(MissingFeatureError, match="window"):
+        r.window(2)
     with pytest.raises(MissingFeatureError):
         r.cache("/tmp/some_cache_file")
     with pytest.raises(MissingFeatureError):
-        tf.data.TFRecordDataset("x.tfrecord", num_parallel_reads=4)
-    with pytest.raises(MissingFeatureError):
-        tf.data.experimental.parallel_interleave  # noqa: B018
+        tf.data.experimental.map_and_batch  # noqa: B018
     with pytest.raises(MissingFeatureError):
         tf.data.Options  # noqa: B018
+
+
+# -- interleave (InterleaveDataset, ParallelInterleaveDatasetV4)
+
+def test_interleave_docstring_example():
+    # TF's Dataset.interleave docstring.
+    ds = tf.data.Dataset.range(1, 6).interleave(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(6),
+        cycle_length=2, block_length=4)
+    want = [1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4,
+            3, 3, 4, 4, 5, 5, 5, 5, 5, 5]
+    assert _ints(ds) == want
+    par = tf.data.Dataset.range(1, 6).interleave(
+        lambda x: tf.data.Dataset.from_tensors(x).repeat(6),
+        cycle_length=2, block_length=4, num_parallel_calls=2)
+    assert _ints(par) == want
+    for sloppy in (False, True):  # Runnel keeps the order even when sloppy
+        exp = tf.data.Dataset.range(1, 6).apply(tf.data.experimental.parallel_interleave(
+            lambda x: tf.data.Dataset.from_tensors(x).repeat(6), cycle_length=2,
+            block_length=4, sloppy=sloppy))
+        assert _ints(exp) == want
+
+
+def test_interleave_unequal_lengths_and_cycle_one_is_flat_map():
+    # range(x) for x in [3, 1, 0, 2]: unequal lengths, one empty.
+    src = tf.data.Dataset.from_tensor_slices(np.array([3, 1, 0, 2], np.int64))
+    f = lambda x: tf.data.Dataset.range(10 * x, 10 * x + x)  # noqa: E731
+    assert _ints(src.interleave(f, cycle_length=2)) == [30, 10, 31, 32, 20, 21]
+    assert _ints(src.interleave(f, cycle_length=1, block_length=2)) == \
+        _ints(src.flat_map(f))
+    assert sorted(_ints(src.interleave(f))) == [10, 20, 21, 30, 31, 32]
+
+
+def test_interleave_of_tfrecord_files(tmp_path):
+    paths = []
+    for f in range(3):
+        p = str(tmp_path / ("shard-%d.tfrecord" % f))
+        with tf.python_io.TFRecordWriter(p) as w:
+            for j in range(f + 2):
+                w.write(b"%d-%d" % (f, j))
+        paths.append(p)
+    files = tf.data.Dataset.from_tensor_slices(paths)
+    # Lengths 2, 3, 4; cycle 2, block 2.
+    want = [b"0-0", b"0-1", b"1-0", b"1-1", b"1-2", b"2-0", b"2-1",
+            b"2-2", b"2-3"]
+    for calls in (None, 2):
+        ds = files.interleave(tf.data.TFRecordDataset, cycle_length=2,
+                              block_length=2, num_parallel_calls=calls)
+        assert list(_values(ds)) == want
+
+
+def test_interleave_bad_lengths_name_the_op():
+    for kwargs in (dict(cycle_length=0), dict(cycle_length=2, block_length=0)):
+        nxt = tf.data.make_one_shot_iterator(tf.data.Dataset.range(3).interleave(
+            lambda x: tf.data.Dataset.range(x), **kwargs)).get_next()
+        with tf.Session(config=CONFIG) as sess:
+            with pytest.raises(tf.errors.InvalidArgumentError,
+                               match="InterleaveDataset"):
+                sess.run(nxt)
+
+
+def test_file_datasets_read_in_parallel_and_from_a_dataset_of_names(tmp_path):
+    # Three files of 3, 1 and 2 records; num_parallel_reads=2 interleaves the
+    # records of two files at a time, one by one, as TF's readers do: once
+    # f1 ends, its slot is refilled with f2 on the slot's next turn.
+    paths = []
+    for k, n in enumerate((3, 1, 2)):
+        p = str(tmp_path / ("f%d.tfrecord" % k))
+        with tf.python_io.TFRecordWriter(p) as w:
+            for i in range(n):
+                w.write(b"%d-%d" % (k, i))
+        paths.append(p)
+    txt = []
+    for k, n in enumerate((2, 2)):
+        p = str(tmp_path / ("t%d.txt" % k))
+        with open(p, "w") as f:
+            f.write("".join("%d-%d\n" % (k, i) for i in range(n)))
+        txt.append(p)
+
+    def values(ds):
+        nxt = ds.make_one_shot_iterator().get_next()
+        out = []
+        with tf.Session() as sess:
+            while True:
+                try:
+                    out.append(sess.run(nxt).decode())
+                except tf.errors.OutOfRangeError:
+                    return out
+    in_order = ["0-0", "0-1", "0-2", "1-0", "2-0", "2-1"]
+    assert values(tf.data.TFRecordDataset(paths)) == in_order
+    assert values(tf.data.TFRecordDataset(tf.data.Dataset.from_tensor_slices(paths))) == \
+        in_order
+    assert values(tf.data.TFRecordDataset(paths, num_parallel_reads=2)) == \
+        ["0-0", "1-0", "0-1", "0-2", "2-0", "2-1"]
+    assert values(tf.data.TFRecordDataset(paths[0], num_parallel_reads=4)) == in_order[:3]
+    assert sorted(values(tf.data.TFRecordDataset(
+        paths, num_parallel_reads=tf.data.experimental.AUTOTUNE))) == in_order
+    assert values(tf.data.TextLineDataset(txt, num_parallel_reads=2)) == \
+        ["0-0", "1-0", "0-1", "1-1"]
+    with pytest.raises(TypeError, match="scalar `tf.string`"):
+        tf.data.TFRecordDataset(tf.data.Dataset.range(3))

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/framework/cancellation.h"
 #include "runnel/framework/op_kernel.h"
@@ -27,6 +28,21 @@ bool IteratorContext::IsCancelled() const {
   return cancellation_manager != nullptr && cancellation_manager->IsCancelled();
 }
 
+ChildCancellation::ChildCancellation(const IteratorContext& parent)
+    : parent_(parent.cancellation_manager), ctx_(parent) {
+  ctx_.cancellation_manager = &child_;
+  if (parent_ == nullptr) return;
+  token_ = parent_->NewToken();
+  if (!parent_->RegisterCallback(token_, [this] { child_.StartCancel(); })) {
+    child_.StartCancel();  // The step is cancelled already.
+    parent_ = nullptr;
+  }
+}
+
+ChildCancellation::~ChildCancellation() {
+  if (parent_ != nullptr) parent_->DeregisterCallback(token_);
+}
+
 Tensor DatasetToVariantTensor(DatasetPtr dataset) {
   Tensor t(DT_VARIANT, TensorShape({}));
   t.scalar<Variant>() = Variant(std::move(dataset));
@@ -44,6 +60,29 @@ StatusOr<DatasetPtr> DatasetFromVariantTensor(const Tensor& t) {
   if (ds == nullptr) {
     return errors::InvalidArgument("the variant tensor holds ", v.TypeName(),
                                    ", not a dataset");
+  }
+  return ds;
+}
+
+StatusOr<DatasetPtr> DatasetFromFunctionResult(const std::vector<Tensor>& rets,
+                                               const DataTypeVector& dtypes,
+                                               const std::string& what) {
+  if (rets.size() != 1) {
+    return errors::InvalidArgument(what,
+                                   ": the function must return one "
+                                   "dataset, got ",
+                                   rets.size(), " results");
+  }
+  StatusOr<DatasetPtr> ds = DatasetFromVariantTensor(rets[0]);
+  if (!ds.ok()) return errors::Prefix(ds.status(), absl::StrCat(what, ": "));
+  if ((*ds)->output_dtypes() != dtypes) {
+    std::vector<std::string> have, want;
+    for (DataType t : (*ds)->output_dtypes()) have.push_back(DataTypeString(t));
+    for (DataType t : dtypes) want.push_back(DataTypeString(t));
+    return errors::InvalidArgument(what, " returned ", (*ds)->DebugString(),
+                                   ", which produces elements of (",
+                                   absl::StrJoin(have, ", "), "), expected (",
+                                   absl::StrJoin(want, ", "), ")");
   }
   return ds;
 }

@@ -42,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "proto/attr_value.pb.h"
 #include "runnel/base/status.h"
+#include "runnel/framework/cancellation.h"
 #include "runnel/framework/function_runtime.h"
 #include "runnel/framework/tensor.h"
 #include "runnel/framework/tensor_shape.h"
@@ -50,7 +51,6 @@
 
 namespace runnel {
 
-class CancellationManager;
 class OpKernelContext;
 class StepResources;
 
@@ -74,6 +74,31 @@ struct IteratorContext {
   static IteratorContext FromKernel(OpKernelContext* ctx);
   // True if the step was cancelled (iterators stop between elements).
   bool IsCancelled() const;
+};
+
+// Note [Speculative calls cancel only themselves]
+// An executor that fails cancels the cancellation manager of its step. A
+// function call made ahead of the element being returned (parallel map,
+// prefetch, parallel interleave) must not cancel the step of the GetNext
+// that lent it the context: its error belongs to a later element. So such
+// calls run under a child manager, cancelled when the step is, but not the
+// other way round. A ChildCancellation lives on one thread, within the
+// GetNext that lent `parent`.
+class ChildCancellation {
+ public:
+  explicit ChildCancellation(const IteratorContext& parent);
+  ~ChildCancellation();
+  ChildCancellation(const ChildCancellation&) = delete;
+  ChildCancellation& operator=(const ChildCancellation&) = delete;
+
+  // The parent's context with the child manager.
+  IteratorContext* ctx() { return &ctx_; }
+
+ private:
+  CancellationManager* parent_;
+  CancellationManager child_;
+  IteratorContext ctx_;
+  CancellationManager::Token token_ = 0;
 };
 
 class IteratorBase {
@@ -133,6 +158,14 @@ Status CopyToPaddedBatchSlice(const Tensor& element, Tensor* batch,
                               int64_t index);
 // Sets every element of `t` to the scalar `value` (same dtype).
 Status FillWithScalar(const Tensor& value, Tensor* t);
+
+// The dataset a flat_map/interleave function returned (`rets`): exactly one
+// scalar variant holding a dataset whose elements have `dtypes`.
+// InvalidArgument otherwise, prefixed by `what` (e.g. "FlatMapDataset 'fm':
+// function 'f' on element 3").
+StatusOr<DatasetPtr> DatasetFromFunctionResult(const std::vector<Tensor>& rets,
+                                               const DataTypeVector& dtypes,
+                                               const std::string& what);
 
 // A library function a dataset calls per element, with the op's captured
 // inputs (`other_arguments`) passed after the element's components.

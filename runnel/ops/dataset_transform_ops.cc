@@ -118,40 +118,6 @@ Status CheckInputDtypes(const DatasetBase& ds, const DataTypeVector& dtypes,
                                  absl::StrJoin(want, ", "), ")");
 }
 
-// Note [Speculative calls cancel only themselves]
-// An executor that fails cancels the cancellation manager of its step. A
-// function call made ahead of the element being returned (parallel map,
-// prefetch) must not cancel the step of the GetNext that lent it the
-// context: its error belongs to a later element. So such calls run under a
-// child manager, cancelled when the step is, but not the other way round.
-class ChildCancellation {
- public:
-  explicit ChildCancellation(const IteratorContext& parent)
-      : parent_(parent.cancellation_manager), ctx_(parent) {
-    ctx_.cancellation_manager = &child_;
-    if (parent_ == nullptr) return;
-    token_ = parent_->NewToken();
-    if (!parent_->RegisterCallback(token_, [this] { child_.StartCancel(); })) {
-      child_.StartCancel();  // The step is cancelled already.
-      parent_ = nullptr;
-    }
-  }
-  ~ChildCancellation() {
-    if (parent_ != nullptr) parent_->DeregisterCallback(token_);
-  }
-  ChildCancellation(const ChildCancellation&) = delete;
-  ChildCancellation& operator=(const ChildCancellation&) = delete;
-
-  // The parent's context with the child manager.
-  IteratorContext* ctx() { return &ctx_; }
-
- private:
-  CancellationManager* parent_;
-  CancellationManager child_;
-  IteratorContext ctx_;
-  CancellationManager::Token token_ = 0;
-};
-
 // The kernel of every dataset op here: reads output_types/output_shapes,
 // then MakeDataset builds the dataset from the inputs.
 class DatasetOpKernel : public OpKernel {
@@ -680,19 +646,9 @@ class FlatMapIterator : public IteratorBase {
       const int64_t index = index_++;
       std::vector<Tensor> rets;
       RETURN_IF_ERROR(fn_.Run(ctx, index, std::move(in), &rets));
-      if (rets.size() != 1) {
-        return errors::InvalidArgument(fn_.ResultName(index),
-                                       ": a flat_map function must return "
-                                       "one dataset, got ",
-                                       rets.size(), " results");
-      }
-      StatusOr<DatasetPtr> ds = DatasetFromVariantTensor(rets[0]);
-      if (!ds.ok()) {
-        return errors::Prefix(ds.status(),
-                              absl::StrCat(fn_.ResultName(index), ": "));
-      }
-      RETURN_IF_ERROR(CheckInputDtypes(**ds, spec_.dtypes,
-                                       fn_.ResultName(index) + " returned"));
+      StatusOr<DatasetPtr> ds =
+          DatasetFromFunctionResult(rets, spec_.dtypes, fn_.ResultName(index));
+      RETURN_IF_ERROR(ds.status());
       // The dataset must outlive its iterator (framework/dataset.h).
       current_dataset_ = *ds;
       ASSIGN_OR_RETURN(current_, current_dataset_->MakeIterator());

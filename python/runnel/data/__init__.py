@@ -4,6 +4,7 @@ core does not have yet raises runnel._compat_namespaces.MissingFeatureError
 naming it."""
 
 from runnel import _compat_namespaces as _ns
+from runnel.data import dataset_ops
 from runnel.data.dataset_ops import AUTOTUNE
 from runnel.data.dataset_ops import Dataset
 from runnel.data.dataset_ops import DatasetV1
@@ -35,5 +36,6 @@ def compat_v1_module():
         setattr(m, name, value)
     experimental = _ns.missing_module("tf.data.experimental", "tf.data.experimental")
     experimental.AUTOTUNE = AUTOTUNE
+    experimental.parallel_interleave = dataset_ops.parallel_interleave
     m.experimental = experimental
     return m

@@ -371,8 +371,54 @@ class DatasetV1:
         return self.flat_map(lambda *x: DatasetV1.from_tensor_slices(
             x if len(x) != 1 else x[0]))
 
-    def interleave(self, *args, **kwargs):
-        raise _missing("Dataset.interleave (InterleaveDataset)")
+    def interleave(self, map_func, cycle_length=AUTOTUNE, block_length=1,
+                   num_parallel_calls=None, deterministic=None):
+        """TF's Dataset.interleave: cycles through `cycle_length` datasets that
+        `map_func` returns, `block_length` elements from each in turn
+        (InterleaveDataset, or ParallelInterleaveDatasetV4 when
+        num_parallel_calls is given; both give TF's deterministic order).
+        cycle_length AUTOTUNE (-1) means one per schedulable CPU."""
+        if cycle_length is None:
+            cycle_length = AUTOTUNE
+        fn = function_lib.TracedFunction(map_func, "Dataset.interleave", self._structure,
+                                         want_dataset=True)
+        specs = nest.flatten(fn.output_structure)
+        common = dict(f=fn.name, output_types=[s.dtype for s in specs],
+                      output_shapes=[s.shape for s in specs])
+        cycle = _int64(cycle_length, "cycle_length")
+        block = _int64(block_length, "block_length")
+        if num_parallel_calls is None:
+            v = gen_ops.InterleaveDataset(self._variant_tensor, fn.captured_inputs,
+                                          cycle, block, **common)
+        else:
+            det = "default" if deterministic is None else \
+                ("true" if deterministic else "false")
+            v = gen_ops.ParallelInterleaveDatasetV4(
+                self._variant_tensor, fn.captured_inputs, cycle, block,
+                _int64(AUTOTUNE, "buffer_output_elements"),
+                _int64(AUTOTUNE, "prefetch_input_elements"),
+                _int64(num_parallel_calls, "num_parallel_calls"),
+                deterministic=det, **common)
+        return DatasetV1(v, fn.output_structure)
+
+    def _parallel_interleave(self, map_func, cycle_length, block_length, sloppy,
+                             buffer_output_elements, prefetch_input_elements):
+        """tf.data.experimental.parallel_interleave's dataset: cycle_length
+        inputs read in parallel, in interleave's order unless sloppy."""
+        fn = function_lib.TracedFunction(map_func, "parallel_interleave", self._structure,
+                                         want_dataset=True)
+        specs = nest.flatten(fn.output_structure)
+        v = gen_ops.ParallelInterleaveDatasetV4(
+            self._variant_tensor, fn.captured_inputs,
+            _int64(cycle_length, "cycle_length"), _int64(block_length, "block_length"),
+            _int64(AUTOTUNE if buffer_output_elements is None else buffer_output_elements,
+                   "buffer_output_elements"),
+            _int64(AUTOTUNE if prefetch_input_elements is None else prefetch_input_elements,
+                   "prefetch_input_elements"),
+            _int64(cycle_length, "num_parallel_calls"),
+            deterministic="false" if sloppy else "true", f=fn.name,
+            output_types=[s.dtype for s in specs], output_shapes=[s.shape for s in specs])
+        return DatasetV1(v, fn.output_structure)
 
     def window(self, *args, **kwargs):
         raise _missing("Dataset.window (WindowDataset)")
@@ -461,3 +507,16 @@ def _padded_shape(value, input_shape, index):
                                  "corresponding input component shape %s."
                                  % (static, input_shape))
     return t, static
+
+
+def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
+                        buffer_output_elements=None, prefetch_input_elements=None):
+    """tf.data.experimental.parallel_interleave: a transformation for
+    Dataset.apply that interleaves like Dataset.interleave, reading its
+    cycle_length inputs in parallel (ParallelInterleaveDatasetV4). sloppy
+    lets elements come as ready (Runnel keeps the order anyway)."""
+    def _apply_fn(dataset):
+        return dataset._parallel_interleave(map_func, cycle_length, block_length, sloppy,
+                                            buffer_output_elements,
+                                            prefetch_input_elements)
+    return _apply_fn
