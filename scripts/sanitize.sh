@@ -22,7 +22,8 @@ which=${1:-all}
 asan_targets=(env_test framework_test graph_test scope_test io_test runtime_test
               untrusted_graph_test untrusted_session_test queue_ops_session_test
               queue_ops_test accumulator_ops_session_test function_test
-              dataset_ops_session_test dataset_transform_ops_session_test)
+              dataset_ops_session_test dataset_transform_ops_session_test
+              interleave_dataset_ops_session_test linalg_ops_test)
 # The distributed runtime's parsers and services (they take bytes from the
 # network); Debian's gRPC itself is not instrumented.
 if grep -q "^RUNNEL_WITH_GRPC:BOOL=ON" "${ASAN_BUILD:-build-asan}/CMakeCache.txt" 2>/dev/null ||
@@ -30,7 +31,8 @@ if grep -q "^RUNNEL_WITH_GRPC:BOOL=ON" "${ASAN_BUILD:-build-asan}/CMakeCache.txt
   asan_targets+=(cluster_spec_test tensor_coding_test distributed_test)
 fi
 tsan_targets=(runtime_test queue_ops_session_test accumulator_ops_session_test
-              function_test dataset_transform_ops_session_test)
+              function_test dataset_transform_ops_session_test
+              interleave_dataset_ops_session_test)
 
 run_preset() {
   local preset=$1
