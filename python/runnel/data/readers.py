@@ -59,34 +59,35 @@ def _string_structure():
     return dataset_ops.TensorSpec(tensor_shape.TensorShape([]), dtypes.string)
 
 
-class TFRecordDatasetV1(dataset_ops.DatasetV1):
+class _RecordFileDataset(dataset_ops.DatasetV1):
+    """A reader op over files with (filenames, compression_type, buffer_size)
+    inputs: `_reader_op` is TFRecordDataset's or TextLineDataset's."""
+
+    _reader_op = None
+
+    def __init__(self, filenames, compression_type=None, buffer_size=None,
+                 num_parallel_reads=None):
+        self._compression_type = _optional(compression_type, dtypes.string, "",
+                                           "compression_type")
+        self._buffer_size = _optional(
+            buffer_size, dtypes.int64, dataset_ops._DEFAULT_READER_BUFFER_SIZE_BYTES,
+            "buffer_size")
+        reader = type(self)._reader_op
+        v = _read_files(filenames, num_parallel_reads,
+                        lambda f: reader(f, self._compression_type, self._buffer_size))
+        super().__init__(v, _string_structure())
+
+
+class TFRecordDatasetV1(_RecordFileDataset):
     """The records of one or more TFRecord files."""
 
-    def __init__(self, filenames, compression_type=None, buffer_size=None,
-                 num_parallel_reads=None):
-        self._compression_type = _optional(compression_type, dtypes.string, "",
-                                           "compression_type")
-        self._buffer_size = _optional(
-            buffer_size, dtypes.int64, dataset_ops._DEFAULT_READER_BUFFER_SIZE_BYTES,
-            "buffer_size")
-        v = _read_files(filenames, num_parallel_reads, lambda f: gen_ops.TFRecordDataset(
-            f, self._compression_type, self._buffer_size))
-        super().__init__(v, _string_structure())
+    _reader_op = staticmethod(gen_ops.TFRecordDataset)
 
 
-class TextLineDatasetV1(dataset_ops.DatasetV1):
+class TextLineDatasetV1(_RecordFileDataset):
     """The lines of one or more text files."""
 
-    def __init__(self, filenames, compression_type=None, buffer_size=None,
-                 num_parallel_reads=None):
-        self._compression_type = _optional(compression_type, dtypes.string, "",
-                                           "compression_type")
-        self._buffer_size = _optional(
-            buffer_size, dtypes.int64, dataset_ops._DEFAULT_READER_BUFFER_SIZE_BYTES,
-            "buffer_size")
-        v = _read_files(filenames, num_parallel_reads, lambda f: gen_ops.TextLineDataset(
-            f, self._compression_type, self._buffer_size))
-        super().__init__(v, _string_structure())
+    _reader_op = staticmethod(gen_ops.TextLineDataset)
 
 
 class FixedLengthRecordDatasetV1(dataset_ops.DatasetV1):
