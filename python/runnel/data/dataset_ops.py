@@ -82,15 +82,18 @@ def _specs_like(structure, tensors, shapes=None):
         structure, [TensorSpec(s, t.dtype.base_dtype) for t, s in zip(tensors, shapes)])
 
 
-class DatasetV1:
-    """A sequence of elements, each a nested structure of tensors
-    (tf.compat.v1.data.Dataset)."""
+def _flat_specs(fn):
+    """The output_types/output_shapes attrs of a dataset op whose elements
+    are what the traced function `fn` returns."""
+    specs = nest.flatten(fn.output_structure)
+    return dict(output_types=[s.dtype for s in specs],
+                output_shapes=[s.shape for s in specs])
 
-    def __init__(self, variant_tensor, structure):
-        self._variant_tensor = variant_tensor
-        self._structure = structure
 
-    # -- element structure
+class StructuredElements:
+    """TF 1.x's element-structure properties of datasets and iterators,
+    from `self._structure` (nested TensorSpecs)."""
+
     @property
     def output_types(self):
         return nest.map_structure(lambda s: s.dtype, self._structure)
@@ -106,6 +109,16 @@ class DatasetV1:
     @property
     def element_spec(self):
         return self._structure
+
+
+class DatasetV1(StructuredElements):
+    """A sequence of elements, each a nested structure of tensors
+    (tf.compat.v1.data.Dataset)."""
+
+    def __init__(self, variant_tensor, structure):
+        self._variant_tensor = variant_tensor
+        self._structure = structure
+
 
     def _flat_types(self):
         return [s.dtype for s in nest.flatten(self._structure)]
@@ -380,34 +393,26 @@ class DatasetV1:
         cycle_length AUTOTUNE (-1) means one per schedulable CPU."""
         if cycle_length is None:
             cycle_length = AUTOTUNE
-        fn = function_lib.TracedFunction(map_func, "Dataset.interleave", self._structure,
-                                         want_dataset=True)
-        specs = nest.flatten(fn.output_structure)
-        common = dict(f=fn.name, output_types=[s.dtype for s in specs],
-                      output_shapes=[s.shape for s in specs])
-        cycle = _int64(cycle_length, "cycle_length")
-        block = _int64(block_length, "block_length")
-        if num_parallel_calls is None:
-            v = gen_ops.InterleaveDataset(self._variant_tensor, fn.captured_inputs,
-                                          cycle, block, **common)
-        else:
+        if num_parallel_calls is not None:
             det = "default" if deterministic is None else \
                 ("true" if deterministic else "false")
-            v = gen_ops.ParallelInterleaveDatasetV4(
-                self._variant_tensor, fn.captured_inputs, cycle, block,
-                _int64(AUTOTUNE, "buffer_output_elements"),
-                _int64(AUTOTUNE, "prefetch_input_elements"),
-                _int64(num_parallel_calls, "num_parallel_calls"),
-                deterministic=det, **common)
+            return self._parallel_interleave(map_func, cycle_length, block_length,
+                                             num_parallel_calls, det, None, None,
+                                             "Dataset.interleave")
+        fn = function_lib.TracedFunction(map_func, "Dataset.interleave", self._structure,
+                                         want_dataset=True)
+        v = gen_ops.InterleaveDataset(
+            self._variant_tensor, fn.captured_inputs, _int64(cycle_length, "cycle_length"),
+            _int64(block_length, "block_length"), f=fn.name, **_flat_specs(fn))
         return DatasetV1(v, fn.output_structure)
 
-    def _parallel_interleave(self, map_func, cycle_length, block_length, sloppy,
-                             buffer_output_elements, prefetch_input_elements):
-        """tf.data.experimental.parallel_interleave's dataset: cycle_length
-        inputs read in parallel, in interleave's order unless sloppy."""
-        fn = function_lib.TracedFunction(map_func, "parallel_interleave", self._structure,
+    def _parallel_interleave(self, map_func, cycle_length, block_length,
+                             num_parallel_calls, deterministic, buffer_output_elements,
+                             prefetch_input_elements, what):
+        """ParallelInterleaveDatasetV4: interleave's order (Runnel keeps it
+        whatever `deterministic` says) with inputs read in parallel."""
+        fn = function_lib.TracedFunction(map_func, what, self._structure,
                                          want_dataset=True)
-        specs = nest.flatten(fn.output_structure)
         v = gen_ops.ParallelInterleaveDatasetV4(
             self._variant_tensor, fn.captured_inputs,
             _int64(cycle_length, "cycle_length"), _int64(block_length, "block_length"),
@@ -415,9 +420,8 @@ class DatasetV1:
                    "buffer_output_elements"),
             _int64(AUTOTUNE if prefetch_input_elements is None else prefetch_input_elements,
                    "prefetch_input_elements"),
-            _int64(cycle_length, "num_parallel_calls"),
-            deterministic="false" if sloppy else "true", f=fn.name,
-            output_types=[s.dtype for s in specs], output_shapes=[s.shape for s in specs])
+            _int64(num_parallel_calls, "num_parallel_calls"),
+            deterministic=deterministic, f=fn.name, **_flat_specs(fn))
         return DatasetV1(v, fn.output_structure)
 
     def window(self, *args, **kwargs):
@@ -516,7 +520,8 @@ def parallel_interleave(map_func, cycle_length, block_length=1, sloppy=False,
     cycle_length inputs in parallel (ParallelInterleaveDatasetV4). sloppy
     lets elements come as ready (Runnel keeps the order anyway)."""
     def _apply_fn(dataset):
-        return dataset._parallel_interleave(map_func, cycle_length, block_length, sloppy,
-                                            buffer_output_elements,
-                                            prefetch_input_elements)
+        return dataset._parallel_interleave(
+            map_func, cycle_length, block_length, cycle_length,
+            "false" if sloppy else "true", buffer_output_elements,
+            prefetch_input_elements, "parallel_interleave")
     return _apply_fn

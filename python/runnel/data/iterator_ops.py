@@ -29,7 +29,7 @@ def _structure_from(output_types, output_shapes, output_classes):
                               output_types, output_shapes)
 
 
-class Iterator:
+class Iterator(dataset_ops.StructuredElements):
     """Iterates over a dataset (tf.compat.v1.data.Iterator)."""
 
     def __init__(self, iterator_resource, initializer, output_types, output_shapes,
@@ -104,21 +104,6 @@ class Iterator:
     def string_handle(self, name=None):
         return gen_ops.IteratorToStringHandle(self._iterator_resource, name=name)
 
-    @property
-    def output_types(self):
-        return nest.map_structure(lambda s: s.dtype, self._structure)
-
-    @property
-    def output_shapes(self):
-        return nest.map_structure(lambda s: s.shape, self._structure)
-
-    @property
-    def output_classes(self):
-        return nest.map_structure(lambda s: ops.Tensor, self._structure)
-
-    @property
-    def element_spec(self):
-        return self._structure
 
 
 def make_initializable(dataset, shared_name=None):

@@ -51,8 +51,9 @@ def _read_files(filenames, num_parallel_reads, read_one):
         return dataset_ops.DatasetV1(read_one(filename), _string_structure())
     if num_parallel_reads is None:
         return files.flat_map(one_file)._variant_tensor
-    return files._parallel_interleave(one_file, num_parallel_reads, 1, False, None,
-                                      None)._variant_tensor
+    return files._parallel_interleave(one_file, num_parallel_reads, 1, num_parallel_reads,
+                                      "true", None, None,
+                                      "num_parallel_reads")._variant_tensor
 
 
 def _string_structure():
