@@ -104,7 +104,9 @@ class GrpcRemoteWorker final : public WorkerInterface {
       grpc::ClientContext ctx;
       grpc::ByteBuffer req, resp;
     };
-    auto* st = new State;
+    // Shared with the cancel callback: StartCancel may run it on another
+    // thread just as the call completes, so the context must outlive both.
+    auto st = std::make_shared<State>();
     if (opts != nullptr && opts->timeout_ms() > 0) {
       st->ctx.set_deadline(std::chrono::system_clock::now() +
                            std::chrono::milliseconds(opts->timeout_ms()));
@@ -130,7 +132,6 @@ class GrpcRemoteWorker final : public WorkerInterface {
             s = Status(s.code(), absl::StrCat(method, " to task ", task_,
                                               " failed: ", s.message()));
           }
-          delete st;
           done(s);
         });
   }
