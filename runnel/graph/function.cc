@@ -698,7 +698,8 @@ Status InlineFunctionCalls(Graph* g, int* inlined, bool lower_control_flow) {
     std::vector<Node*> calls, control_flow;
     for (Node* n : g->nodes()) {
       if (IsInlinableCall(*n)) calls.push_back(n);
-      if (lower_control_flow && IsLowerableControlFlow(*n)) {
+      if ((lower_control_flow && IsLowerableControlFlow(*n)) ||
+          IsLowerableSymbolicGradient(*n)) {
         control_flow.push_back(n);
       }
     }

@@ -124,14 +124,22 @@ bool IsInlinableCall(const Node& n);
 // StatelessWhile) without a true `_noinline` attr.
 bool IsLowerableControlFlow(const Node& n);
 
+// True for a SymbolicGradient node (TF 1.x's gradient of a function call)
+// without a true `_noinline` attr.
+bool IsLowerableSymbolicGradient(const Node& n);
+
 // Replaces `n`, one of those, by Switch/Merge (If) or a loop frame named
 // like `n` (While) around call nodes of its functions, as TF's
-// LowerFunctionalOpsPass does (Notes [Lowered If] and [Lowered While] in
-// lower_functional_ops.cc), and appends the call nodes to `calls`. The
-// node yielding the results keeps `n`'s name. A number as condition is
-// true when non-zero. InvalidArgument (naming `n`) for a While without
-// loop variables or whose cond does not return one value; NotFound for a
-// missing cond function. On error `g` may be partly rewritten.
+// LowerFunctionalOpsPass does, or (SymbolicGradient) by a call of the
+// function's gradient (Notes [Lowered If], [Lowered While] and [Lowered
+// SymbolicGradient] in lower_functional_ops.cc), and appends the call
+// nodes to `calls`. The node yielding the results keeps `n`'s name. A
+// number as condition is true when non-zero. InvalidArgument (naming `n`)
+// for a While without loop variables or whose cond does not return one
+// value, or a SymbolicGradient whose Tin/Tout do not fit its function;
+// NotFound for a missing function; Unimplemented for a gradient that
+// cannot be built (a body with side effects or an op without a gradient).
+// On error `g` may be partly rewritten.
 Status LowerControlFlowOp(Graph* g, Node* n, std::vector<Node*>* calls);
 
 // Replaces every inlinable call node of `g` by the body of the function it
@@ -142,7 +150,8 @@ Status LowerControlFlowOp(Graph* g, Node* n, std::vector<Node*>* calls);
 // have none, and wait for the call's inputs and control inputs (Note
 // [Inlined calls] in function.cc). Returns the number of calls inlined and
 // nodes lowered in `*inlined` if non-null. With `lower_control_flow` false,
-// If and While nodes stay as they are (to be differentiated as a whole).
+// If and While nodes stay as they are (to be differentiated as a whole);
+// SymbolicGradient nodes are lowered either way.
 Status InlineFunctionCalls(Graph* g, int* inlined = nullptr,
                            bool lower_control_flow = true);
 

@@ -1,13 +1,16 @@
 // Lowering of TF 2's functional control flow (If, StatelessIf, While,
-// StatelessWhile) into the dataflow primitives of the whitepaper's §4.4
-// (Switch, Merge, Enter, Exit, NextIteration, LoopCond) around call nodes of
-// the branch, cond and body functions, which InlineFunctionCalls then
+// StatelessWhile), and of TF 1.x's SymbolicGradient into a call (Note
+// [Lowered SymbolicGradient]), into the dataflow primitives of the whitepaper's
+// §4.4 (Switch, Merge, Enter, Exit, NextIteration, LoopCond) around call nodes
+// of the branch, cond and body functions, which InlineFunctionCalls then
 // inlines. This is TF's LowerFunctionalOpsPass; the executor's frames and
 // dead tensors (Note [Frames and dead tensors] in runtime/executor.cc) then
 // run the functions exactly as the ops define.
 #include "absl/strings/str_cat.h"
 #include "runnel/framework/op.h"
 #include "runnel/graph/function.h"
+#include "runnel/graph/function_gradients.h"
+#include "runnel/graph/scope.h"
 
 namespace runnel {
 namespace {
@@ -347,6 +350,104 @@ Status LowerWhile(Graph* g, Node* n, std::vector<Node*>* calls) {
   return l.Finish(exits, types, nullptr, c);
 }
 
+// Note [Lowered SymbolicGradient]: SymbolicGradient(x..., dy...; f) named
+// N becomes N/grad = PartitionedCall(x..., dy...) of f's GradientDef when
+// the library registers one (TF's semantics: it takes every input and
+// returns every dL/dx); otherwise N/grad = PartitionedCall(x..., dy_j for
+// each floating-point output j) of the gradient SymbolicGradientFunction
+// builds, with N/zeros_i = ZerosLike(x_i) for the inputs it does not
+// differentiate; N = IdentityN of the dL/dx. The gradient functions are
+// added to g's library.
+Status LowerSymbolicGradient(Graph* g, Node* n, std::vector<Node*>* calls) {
+  ASSIGN_OR_RETURN(Connections c, GatherConnections(*n));
+  ASSIGN_OR_RETURN(NameAttrList f, FuncAttr(*n, "f"));
+  const DataTypeVector in_types = n->props().input_types;
+  const DataTypeVector out_types = n->props().output_types;
+  Lowering l(g, *n);
+  const FunctionDef* fdef =
+      g->library() == nullptr ? nullptr : g->library()->Find(f.name());
+  if (fdef == nullptr) {
+    return errors::NotFound(l.Where(), ": function '", f.name(),
+                            "' is not in the graph's function library");
+  }
+  DataTypeVector fin, fout;
+  RETURN_IF_ERROR(FunctionSignatureTypes(
+      *fdef, AttrMap(f.attr().begin(), f.attr().end()), &fin, &fout));
+  bool match = in_types.size() == fin.size() + fout.size() &&
+               out_types.size() == fin.size();
+  for (size_t i = 0; match && i < in_types.size(); ++i) {
+    const DataType want = i < fin.size() ? fin[i] : fout[i - fin.size()];
+    match = BaseType(in_types[i]) == BaseType(want);
+  }
+  for (size_t i = 0; match && i < out_types.size(); ++i) {
+    match = BaseType(out_types[i]) == BaseType(fin[i]);
+  }
+  if (!match) {
+    return errors::InvalidArgument(
+        l.Where(), ": Tin must be the inputs then the outputs of function '",
+        f.name(), "' and Tout its inputs (", fin.size(), " inputs, ",
+        fout.size(), " outputs), but Tin has ", in_types.size(),
+        " types and Tout ", out_types.size());
+  }
+  const size_t nx = fin.size();
+  std::vector<std::pair<Node*, int>> results;
+  Node* call = nullptr;
+  const std::string registered = g->library()->GradientFunction(f.name());
+  if (!registered.empty()) {
+    NameAttrList grad;
+    grad.set_name(registered);
+    *grad.mutable_attr() = f.attr();
+    g->RemoveNode(n);
+    ASSIGN_OR_RETURN(call, l.Call("grad", grad, in_types, out_types, c.inputs));
+    for (size_t i = 0; i < nx; ++i) {
+      results.push_back({call, static_cast<int>(i)});
+    }
+  } else {
+    // Built in a scope of its own over g's library; g then takes the
+    // library with the gradient added.
+    Scope scope = Scope::NewRootScope();
+    scope.graph()->set_library(g->library());
+    std::vector<bool> differentiable;
+    StatusOr<NameAttrList> grad =
+        SymbolicGradientFunction(scope, f, &differentiable);
+    if (!grad.ok()) {
+      return Status(grad.status().code(),
+                    absl::StrCat(l.Where(), ": ", grad.status().message()));
+    }
+    g->set_library(scope.graph()->library());
+    g->RemoveNode(n);
+    std::vector<std::pair<Node*, int>> args(c.inputs.begin(),
+                                            c.inputs.begin() + nx);
+    DataTypeVector arg_types(fin.begin(), fin.end()), ret_types;
+    for (size_t j = 0; j < fout.size(); ++j) {
+      if (!IsDifferentiableType(fout[j])) continue;
+      args.push_back(c.inputs[nx + j]);
+      arg_types.push_back(BaseType(fout[j]));
+    }
+    for (size_t i = 0; i < nx; ++i) {
+      if (differentiable[i]) ret_types.push_back(BaseType(fin[i]));
+    }
+    for (DataType& t : arg_types) t = BaseType(t);
+    ASSIGN_OR_RETURN(call, l.Call("grad", *grad, arg_types, ret_types, args));
+    int k = 0;
+    for (size_t i = 0; i < nx; ++i) {
+      if (differentiable[i]) {
+        results.push_back({call, k++});
+        continue;
+      }
+      ASSIGN_OR_RETURN(Node * zeros, l.Unary(absl::StrCat("zeros_", i),
+                                             "ZerosLike", fin[i], c.inputs[i]));
+      for (Node* ctrl : c.controls) g->AddControlEdge(ctrl, zeros);
+      results.push_back({zeros, 0});
+    }
+  }
+  for (Node* ctrl : c.controls) g->AddControlEdge(ctrl, call);
+  calls->push_back(call);
+  DataTypeVector result_types;
+  for (DataType t : out_types) result_types.push_back(BaseType(t));
+  return l.Finish(results, result_types, nullptr, c);
+}
+
 }  // namespace
 
 bool IsLowerableControlFlow(const Node& n) {
@@ -359,8 +460,15 @@ bool IsLowerableControlFlow(const Node& n) {
   return it == n.attrs().end() || !it->second.b();
 }
 
+bool IsLowerableSymbolicGradient(const Node& n) {
+  if (n.type_string() != "SymbolicGradient") return false;
+  auto it = n.attrs().find("_noinline");
+  return it == n.attrs().end() || !it->second.b();
+}
+
 Status LowerControlFlowOp(Graph* g, Node* n, std::vector<Node*>* calls) {
   const std::string& op = n->type_string();
+  if (op == "SymbolicGradient") return LowerSymbolicGradient(g, n, calls);
   if (op == "If" || op == "StatelessIf") return LowerIf(g, n, calls);
   if (op == "While" || op == "StatelessWhile") return LowerWhile(g, n, calls);
   return errors::InvalidArgument("node '", n->name(), "' (", op,

@@ -1,5 +1,6 @@
-// Gradients of the function call ops and of the functional conditionals:
-// a call of the function's gradient (runnel/graph/function_gradients.h).
+// Gradients of the function call ops, of TF 1.x's SymbolicGradient and of
+// the functional conditionals: a call of the function's gradient
+// (runnel/graph/function_gradients.h).
 // While loops are not differentiated yet (functional_ops.cc says so).
 #include <vector>
 
@@ -71,6 +72,52 @@ Status CallGrad(const Scope& s, const Operation& op, const Outputs& dy,
 }
 REGISTER_GRADIENT("PartitionedCall", CallGrad);
 REGISTER_GRADIENT("StatefulPartitionedCall", CallGrad);
+
+// Second derivatives through TF 1.x's SymbolicGradient(x, dy; f): the node
+// computes G(x, dy_d), G being f's gradient function and dy_d the dys of
+// f's floating-point outputs (the other outputs are zeros and pass no
+// gradient), so its gradient is that of a call of G: a call of G's own
+// gradient function.
+Status SymbolicGradientGrad(const Scope& s, const Operation& op,
+                            const Outputs& dz, Outputs* dx) {
+  ASSIGN_OR_RETURN(NameAttrList f, FuncAttr(op, "f"));
+  std::vector<bool> f_differentiable;
+  ASSIGN_OR_RETURN(NameAttrList g,
+                   SymbolicGradientFunction(s, f, &f_differentiable));
+  const int nx = static_cast<int>(f_differentiable.size());
+  // The op input behind each of G's inputs, and the op output behind each
+  // of G's outputs.
+  std::vector<int> g_inputs, g_outputs;
+  for (int i = 0; i < op.num_inputs(); ++i) {
+    if (i < nx || IsDifferentiableType(op.input_type(i))) g_inputs.push_back(i);
+  }
+  for (int i = 0; i < nx; ++i) {
+    if (f_differentiable[i]) g_outputs.push_back(i);
+  }
+  std::vector<bool> g_differentiable;
+  ASSIGN_OR_RETURN(NameAttrList gg,
+                   SymbolicGradientFunction(s, g, &g_differentiable));
+  std::vector<Input> args;
+  std::vector<DataType> types;
+  for (size_t k = 0; k < g_inputs.size(); ++k) {
+    args.push_back(op.input(g_inputs[k]));
+    if (g_differentiable[k]) {
+      types.push_back(BaseType(op.input_type(g_inputs[k])));
+    }
+  }
+  for (int i : g_outputs) {
+    args.push_back(dz[i].node() != nullptr ? dz[i]
+                                           : ops::ZerosLike(s, op.output(i)));
+  }
+  ops::PartitionedCall call(s, args, types, gg);
+  dx->assign(op.num_inputs(), NoGradient());
+  size_t m = 0;
+  for (size_t k = 0; k < g_inputs.size(); ++k) {
+    if (g_differentiable[k]) (*dx)[g_inputs[k]] = call.output[m++];
+  }
+  return s.status();
+}
+REGISTER_GRADIENT("SymbolicGradient", SymbolicGradientGrad);
 
 // d If(c, then, else, x) = If(c, then_grad, else_grad, x, dy): the branch
 // that ran gives the gradient.

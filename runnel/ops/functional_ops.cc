@@ -61,6 +61,36 @@ REGISTER_OP("StatefulPartitionedCall")
                       "effects (the function's control outputs) happen "
                       "even when no output is used."));
 
+// Note [SymbolicGradient is lowered]: TF 1.x's gradient of a call
+// (gradients_impl's _SymGrad, for a Defun called by name or a
+// PartitionedCall). Sessions replace the node, before a step runs, by a
+// call of f's gradient function (its GradientDef when the library has one,
+// else one built by differentiating f's body:
+// runnel/graph/function_gradients.h), as part of InlineFunctionCalls; its
+// kernel only fails, for a node left in the graph with `_noinline`.
+REGISTER_OP("SymbolicGradient")
+    .Input("input: Tin")
+    .Output("output: Tout")
+    .Attr("Tin: list(type) >= 1")
+    .Attr("Tout: list(type) >= 1")
+    .Attr("f: func")
+    .SetShapeFn([](InferenceContext* c) -> Status {
+      if (c->num_inputs() < c->num_outputs()) {
+        return errors::InvalidArgument(
+            "SymbolicGradient has ", c->num_inputs(), " inputs but ",
+            c->num_outputs(), " outputs: it needs f's inputs, then dL/dy");
+      }
+      // dL/dx_i has the shape of x_i.
+      for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->input(i));
+      return absl::OkStatus();
+    })
+    .Doc(
+        "The gradient of function `f`: `input` is f's inputs x followed by "
+        "dL/dy for each of f's outputs y; `output` is dL/dx for each input "
+        "(`Tout` are f's input types; zeros for an input that is not "
+        "floating point). f's GradientDef in the library is used when it "
+        "has one. Lowered to a call before a step runs.");
+
 // The shapes an If or While declares in `output_shapes`, else unknown.
 Status DeclaredOutputShapes(InferenceContext* c) {
   std::vector<PartialTensorShape> shapes;
@@ -386,6 +416,21 @@ class WhileKernel : public AsyncOpKernel {
   FunctionHandles cond_, body_;
 };
 
+// A SymbolicGradient node runs only lowered (Note [SymbolicGradient is
+// lowered]): one left in the graph (`_noinline`) fails, naming itself.
+class SymbolicGradientKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(errors::Unimplemented(
+        "SymbolicGradient node '", name(),
+        "' was not lowered to a call of its gradient function (it has "
+        "_noinline set); it has no kernel of its own"));
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("SymbolicGradient").Device(kDeviceCpu),
+                        SymbolicGradientKernel);
 REGISTER_KERNEL_BUILDER(Name("PartitionedCall").Device(kDeviceCpu), CallKernel);
 REGISTER_KERNEL_BUILDER(Name("StatefulPartitionedCall").Device(kDeviceCpu),
                         CallKernel);

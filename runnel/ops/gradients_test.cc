@@ -774,6 +774,26 @@ TEST(FunctionalGradTest, CallsOfFunctions) {
   }
 }
 
+// TF 1.x's SymbolicGradient(a, b, dy0, dy1, dy2; MulTanh) is (dy0·tanh b +
+// dy1, dy0·a·(1 - tanh² b)); its own gradient (second derivatives of
+// MulTanh) is checked numerically in a, b, dy0 and dy1.
+TEST(FunctionalGradTest, SymbolicGradientsHaveGradients) {
+  CheckGrad(
+      [](const Scope& s, const Outputs& xs) -> Outputs {
+        Operation grad;
+        s.UpdateStatus(
+            NodeBuilder(s, "SymbolicGradient")
+                .Input(InputList(
+                    {xs[0], xs[1], xs[2], xs[3], Input(ops::Const(s, 0))}))
+                .Attr("Tout", std::vector<DataType>{DT_DOUBLE, DT_DOUBLE})
+                .Attr("f", MulTanh(s))
+                .Finalize(&grad));
+        return {ops::Mul(s, Output(grad, 0), Output(grad, 1))};
+      },
+      {Doubles({0.5, -1.5, 2.0}, {3}), Doubles({0.3, 1.1, -0.7}, {3}),
+       Doubles({1.0, -0.5, 0.25}, {3}), Doubles({0.2, 0.4, -1.0}, {3})});
+}
+
 TEST(FunctionalGradTest, ConditionalsDifferentiateTheBranchThatRan) {
   for (bool pred : {true, false}) {
     for (const char* op : {"StatelessIf", "If"}) {

@@ -336,5 +336,223 @@ TEST(FunctionTest, BadLibrariesAndCallsAreErrorsNamingTheFunction) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("defined twice"));
 }
 
+// TF 1.x's gradient of a Defun call: tf.gradients writes SymbolicGradient(x,
+// dy; f) (gradients_impl's _SymGrad, with the call's attrs in f). Sessions
+// lower it to a call of f's gradient (Note [Lowered SymbolicGradient]).
+std::string SymGradNode(const std::string& name, const std::string& f,
+                        const std::string& f_attrs, const std::string& inputs,
+                        const std::string& tin, const std::string& tout) {
+  return absl::StrCat("node { name: '", name, "' op: 'SymbolicGradient' ",
+                      inputs, " attr { key: 'Tin' value { list { ", tin,
+                      " } } } attr { key: 'Tout' value { list { ", tout,
+                      " } } } attr { key: 'f' value { func { name: '", f, "' ",
+                      f_attrs, " } } } }");
+}
+
+constexpr char kFloatT[] = "attr { key: 'T' value { type: DT_FLOAT } }";
+
+TEST(FunctionTest, SymbolicGradientOfADefunCallIsItsDerivative) {
+  const std::string text = absl::StrCat(
+      kLibrary, kFloatNode, "node { name: 'sq' op: 'MySquare' input: 'x' ",
+      kFloatT, " }",
+      // d(x²)/dx · dy = 2·x·dy, with y as dy.
+      SymGradNode("grad", "MySquare", kFloatT, "input: 'x' input: 'y'",
+                  "type: DT_FLOAT type: DT_FLOAT", "type: DT_FLOAT"),
+      // Of a two-input function: d(a² + b²) = (2a·dy, 2b·dy).
+      SymGradNode("grad2", "SumOfSquares", "",
+                  "input: 'x' input: 'y' input: 'y'",
+                  "type: DT_FLOAT type: DT_FLOAT type: DT_FLOAT",
+                  "type: DT_FLOAT type: DT_FLOAT"));
+  auto session = NewSession();
+  ASSERT_OK(session.status());
+  ASSERT_OK((*session)->Create(Parse(text)));
+  std::vector<Tensor> out;
+  ASSERT_OK((*session)->Run({{"x", Tensor::FromVector<float>({1, -2, 3})},
+                             {"y", Tensor::FromVector<float>({4, 5, 0.5})}},
+                            {"sq:0", "grad:0", "grad2:0", "grad2:1"}, {},
+                            &out));
+  ExpectTensorEqual<float>(out[0], Tensor::FromVector<float>({1, 4, 9}));
+  ExpectTensorEqual<float>(out[1], Tensor::FromVector<float>({8, -20, 3}));
+  ExpectTensorEqual<float>(out[2], Tensor::FromVector<float>({8, -20, 3}));
+  ExpectTensorEqual<float>(out[3], Tensor::FromVector<float>({32, 50, 0.5}));
+}
+
+// Scale(x: float, n: int32) -> (y = x·n, m = n): dL/dn is zeros (not
+// floating point) and dL/dm is ignored; a GradientDef replaces the built
+// gradient, as TF's Defun(grad_func=...) does.
+constexpr char kScaleLibrary[] = R"pb(
+  library {
+    function {
+      signature {
+        name: "Scale"
+        input_arg { name: "x" type: DT_FLOAT }
+        input_arg { name: "n" type: DT_INT32 }
+        output_arg { name: "y" type: DT_FLOAT }
+        output_arg { name: "m" type: DT_INT32 }
+      }
+      node_def {
+        name: "nf"
+        op: "Cast"
+        input: "n"
+        attr {
+          key: "SrcT"
+          value { type: DT_INT32 }
+        }
+        attr {
+          key: "DstT"
+          value { type: DT_FLOAT }
+        }
+      }
+      node_def {
+        name: "mul"
+        op: "Mul"
+        input: "x"
+        input: "nf:y:0"
+        attr {
+          key: "T"
+          value { type: DT_FLOAT }
+        }
+      }
+      ret { key: "y" value: "mul:z:0" }
+      ret { key: "m" value: "n" }
+    }
+    function {
+      signature {
+        name: "Cube"
+        input_arg { name: "x" type: DT_FLOAT }
+        output_arg { name: "y" type: DT_FLOAT }
+      }
+      node_def {
+        name: "p"
+        op: "Pow"
+        input: "x"
+        input: "three:output:0"
+        attr {
+          key: "T"
+          value { type: DT_FLOAT }
+        }
+      }
+      node_def {
+        name: "three"
+        op: "Const"
+        attr {
+          key: "dtype"
+          value { type: DT_FLOAT }
+        }
+        attr {
+          key: "value"
+          value { tensor { dtype: DT_FLOAT float_val: 3 } }
+        }
+      }
+      ret { key: "y" value: "p:z:0" }
+    }
+    function {
+      signature {
+        name: "CubeGradTimesTen"
+        input_arg { name: "x" type: DT_FLOAT }
+        input_arg { name: "dy" type: DT_FLOAT }
+        output_arg { name: "dx" type: DT_FLOAT }
+      }
+      node_def {
+        name: "ten"
+        op: "Const"
+        attr {
+          key: "dtype"
+          value { type: DT_FLOAT }
+        }
+        attr {
+          key: "value"
+          value { tensor { dtype: DT_FLOAT float_val: 10 } }
+        }
+      }
+      node_def {
+        name: "mul"
+        op: "Mul"
+        input: "dy"
+        input: "ten:output:0"
+        attr {
+          key: "T"
+          value { type: DT_FLOAT }
+        }
+      }
+      ret { key: "dx" value: "mul:z:0" }
+    }
+    gradient { function_name: "Cube" gradient_func: "CubeGradTimesTen" }
+  }
+)pb";
+
+TEST(FunctionTest, SymbolicGradientZerosIntegersAndUsesAGradientDef) {
+  const std::string text = absl::StrCat(
+      kScaleLibrary, kFloatNode,
+      "node { name: 'n' op: 'Placeholder' attr { key: 'dtype' value { type: "
+      "DT_INT32 } } }",
+      SymGradNode("grad", "Scale", "",
+                  "input: 'x' input: 'n' input: 'y' "
+                  "input: 'n'",
+                  "type: DT_FLOAT type: DT_INT32 type: DT_FLOAT type: DT_INT32",
+                  "type: DT_FLOAT type: DT_INT32"),
+      SymGradNode("cube_grad", "Cube", "", "input: 'x' input: 'y'",
+                  "type: DT_FLOAT type: DT_FLOAT", "type: DT_FLOAT"));
+  auto session = NewSession();
+  ASSERT_OK(session.status());
+  ASSERT_OK((*session)->Create(Parse(text)));
+  std::vector<Tensor> out;
+  ASSERT_OK((*session)->Run({{"x", Tensor::FromVector<float>({1, -2})},
+                             {"y", Tensor::FromVector<float>({4, 5})},
+                             {"n", Tensor::FromVector<int32_t>({3, 7})}},
+                            {"grad:0", "grad:1", "cube_grad:0"}, {}, &out));
+  ExpectTensorEqual<float>(out[0], Tensor::FromVector<float>({12, 35}));
+  ExpectTensorEqual<int32_t>(out[1], Tensor::FromVector<int32_t>({0, 0}));
+  // The GradientDef's 10·dy, not 3x²·dy.
+  ExpectTensorEqual<float>(out[2], Tensor::FromVector<float>({40, 50}));
+}
+
+TEST(FunctionTest, BadSymbolicGradientsAreErrorsNamingTheNode) {
+  auto create = [](const std::string& text) {
+    auto session = NewSession();
+    EXPECT_OK(session.status());
+    return (*session)->Create(Parse(text));
+  };
+  // A function the library lacks.
+  Status s = create(absl::StrCat(
+      kLibrary, kFloatNode,
+      SymGradNode("g", "Nope", "", "input: 'x' input: 'y'",
+                  "type: DT_FLOAT type: DT_FLOAT", "type: DT_FLOAT")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("node 'g'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'Nope'"));
+  // No dy: Tin must be the inputs and then the outputs.
+  s = create(absl::StrCat(kLibrary, kFloatNode,
+                          SymGradNode("g", "MySquare", kFloatT, "input: 'x'",
+                                      "type: DT_FLOAT", "type: DT_FLOAT")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("node 'g'"));
+  // A function with side effects cannot be recomputed for its gradient.
+  s = create(absl::StrCat(
+      kLibrary,
+      "node { name: 'v' op: 'VarHandleOp' attr { key: 'dtype' value { type: "
+      "DT_FLOAT } } attr { key: 'shape' value { shape {} } } }",
+      SymGradNode("g", "Bump", "", "input: 'v'", "type: DT_RESOURCE",
+                  "type: DT_RESOURCE")));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("node 'g'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("changes state"));
+  // One kept out of lowering fails when it runs, naming itself.
+  std::string kept =
+      SymGradNode("g", "MySquare", kFloatT, "input: 'x' input: 'y'",
+                  "type: DT_FLOAT type: DT_FLOAT", "type: DT_FLOAT");
+  kept.insert(kept.size() - 1, " attr { key: '_noinline' value { b: true } } ");
+  auto session = NewSession();
+  ASSERT_OK(session.status());
+  ASSERT_OK(
+      (*session)->Create(Parse(absl::StrCat(kLibrary, kFloatNode, kept))));
+  std::vector<Tensor> out;
+  s = (*session)->Run(
+      {{"x", Tensor::Scalar<float>(1)}, {"y", Tensor::Scalar<float>(1)}},
+      {"g:0"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("'g'"));
+}
+
 }  // namespace
 }  // namespace runnel
