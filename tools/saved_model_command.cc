@@ -11,14 +11,14 @@
 // Note [SavedModel checkpoint ops]
 // A SavedModel carries its own saver: TF 1 as save/SaveV2 and
 // save/RestoreV2 nodes, TF 2 as library functions (__inference__traced_save
-// and _restore) holding SaveV2, MergeV2Checkpoints and RestoreV2. Untrusted
-// mode vets every node and function at Create, so loading any SavedModel
-// needs those three op types allowed; `run DIR` allows them (by type,
-// since nodes in functions cannot be allowed by name) and refuses every
-// other I/O op (file readers, WriteFile, ...), with the step bound of
-// untrusted mode. So a hostile SavedModel could still read and write
-// checkpoint files where its own constants say: only run SavedModels whose
-// source you trust that far, or pass --allow_io knowingly.
+// and _restore) holding SaveV2, MergeV2Checkpoints and RestoreV2. In
+// untrusted mode (the default of `run`), LoadSavedModel fixes the saver's
+// filename to DIR/variables/variables and allows exactly the checkpoint
+// ops whose paths derive from it (Note [Paths derived from trusted roots]
+// in runnel/runtime/untrusted_paths.h), so a model can read and write only
+// its own variables; a checkpoint op with a path of the model's choosing,
+// and every other I/O op (file readers, WriteFile, ...), is refused at
+// load, and steps have untrusted mode's time bound.
 #include "tools/saved_model_command.h"
 
 #include <algorithm>
@@ -102,11 +102,7 @@ Status RunSavedModel(const SavedModelRunFlags& flags) {
   if (tags.empty()) tags = {training::kSavedModelTagServe};
   SessionOptions options;
   options.config = flags.config;
-  options.untrusted = flags.untrusted;
-  if (flags.untrusted) {
-    // Note [SavedModel checkpoint ops].
-    options.allowed_io_ops = {"RestoreV2", "SaveV2", "MergeV2Checkpoints"};
-  }
+  options.untrusted = flags.untrusted;  // Note [SavedModel checkpoint ops].
   SavedModelBundle bundle;
   RETURN_IF_ERROR(training::LoadSavedModel(options, flags.dir, tags, &bundle));
   const MetaGraphDef& mgd = bundle.meta_graph_def;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -23,6 +24,7 @@
 #include "runnel/runtime/placer.h"
 #include "runnel/runtime/session.h"
 #include "runnel/runtime/step_graph.h"
+#include "runnel/runtime/untrusted_paths.h"
 
 namespace runnel {
 
@@ -44,12 +46,26 @@ Status CheckUntrustedGraph(const GraphDef& graph,
         "SessionOptions::allowed_io_ops / allowed_io_nodes, or `runnel run "
         "--allow_io` for a trusted graph)"));
   };
+  // Built on first need: most graphs have no I/O node at all.
+  std::optional<DerivedPaths> derived;
+  auto path_is_trusted = [&](const FunctionDef* f, const NodeDef& n) {
+    const std::vector<int> paths = CheckpointPathInputs(n.op());
+    if (paths.empty() || options.io_path_roots.empty()) return false;
+    if (!derived) derived.emplace(graph, options.io_path_roots);
+    for (int i : paths) {
+      if (!derived->InputIsDerived(f, n, i)) return false;
+    }
+    return true;
+  };
   for (const NodeDef& n : graph.node()) {
-    if (does_io(n) && !nodes.contains(n.name())) return refuse(n, "");
+    if (does_io(n) && !nodes.contains(n.name()) &&
+        !path_is_trusted(nullptr, n)) {
+      return refuse(n, "");
+    }
   }
   for (const FunctionDef& f : graph.library().function()) {
     for (const NodeDef& n : f.node_def()) {
-      if (does_io(n)) {
+      if (does_io(n) && !path_is_trusted(&f, n)) {
         return refuse(
             n, absl::StrCat(" in function '", f.signature().name(), "'"));
       }

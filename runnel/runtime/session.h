@@ -57,6 +57,13 @@ struct SessionOptions {
   // Op types, e.g. "RestoreV2", and node names, e.g. "save/RestoreV2".
   std::vector<std::string> allowed_io_ops;
   std::vector<std::string> allowed_io_nodes;
+  // Const or Placeholder nodes whose output 0 is a path the caller chose
+  // (LoadSavedModel's saver filename): a checkpoint op (SaveV2, RestoreV2,
+  // MergeV2Checkpoints), in the graph or in a library function, whose path
+  // inputs are all derived from them is allowed (Note [Paths derived from
+  // trusted roots] in runtime/untrusted_paths.h). A Placeholder root is
+  // only as safe as what the caller feeds it.
+  std::vector<std::string> io_path_roots;
 };
 
 // The check untrusted mode runs in Create and Extend, for callers that vet a

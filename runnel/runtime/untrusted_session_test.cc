@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runnel/base/env.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/runtime/session.h"
+#include "runnel/runtime/untrusted_paths.h"
 #include "testing/op_test_util.h"
 
 namespace runnel {
@@ -275,6 +278,165 @@ TEST(UntrustedSessionTest, UnknownOpsAreLeftToTheImport) {
   auto s = NewSession(Untrusted());
   ASSERT_OK(s.status());
   EXPECT_EQ((*s)->Create(g).code(), absl::StatusCode::kNotFound);
+}
+
+// Note [Paths derived from trusted roots]: checkpoint ops whose paths come
+// from SessionOptions::io_path_roots, in the graph or through calls into
+// the library, as TF 2's saver functions are written.
+
+NodeDef* AddNode(google::protobuf::RepeatedPtrField<NodeDef>* nodes,
+                 const std::string& name, const std::string& op,
+                 const std::vector<std::string>& inputs = {}) {
+  NodeDef* n = nodes->Add();
+  n->set_name(name);
+  n->set_op(op);
+  for (const std::string& in : inputs) n->add_input(in);
+  return n;
+}
+
+NodeDef* AddString(google::protobuf::RepeatedPtrField<NodeDef>* nodes,
+                   const std::string& name, const std::string& value) {
+  NodeDef* n = AddNode(nodes, name, "Const");
+  (*n->mutable_attr())["dtype"].set_type(DT_STRING);
+  TensorProto* t = (*n->mutable_attr())["value"].mutable_tensor();
+  t->set_dtype(DT_STRING);
+  t->add_string_val(value);
+  return n;
+}
+
+void SetFunc(NodeDef* n, const std::string& attr, const std::string& f) {
+  (*n->mutable_attr())[attr].mutable_func()->set_name(f);
+}
+
+struct SaverShape {
+  std::string suffix = "_temp/part";  // TF 2's, and ".part" for s3.
+  std::string separator;
+  std::string restore_prefix = "file_prefix";
+};
+
+// TF 2's __inference__traced_save/_restore shape (saved_models in
+// testdata), both in one function `saver`, called with the Placeholder
+// "saver_filename".
+GraphDef Tf2Saver(const SaverShape& o = {}) {
+  GraphDef g;
+  NodeDef* ph = AddNode(g.mutable_node(), "saver_filename", "Placeholder");
+  (*ph->mutable_attr())["dtype"].set_type(DT_STRING);
+  SetFunc(AddNode(g.mutable_node(), "call", "StatefulPartitionedCall",
+                  {"saver_filename"}),
+          "f", "saver");
+  FunctionDef* f = g.mutable_library()->add_function();
+  f->mutable_signature()->set_name("saver");
+  f->mutable_signature()->add_input_arg()->set_name("file_prefix");
+  auto* body = f->mutable_node_def();
+  AddString(body, "suffix", o.suffix);
+  AddString(body, "s3_suffix", ".part");
+  AddNode(body, "is_s3", "StaticRegexFullMatch", {"file_prefix"});
+  AddNode(body, "select", "Select",
+          {"is_s3:output:0", "suffix:output:0", "s3_suffix:output:0"});
+  NodeDef* join =
+      AddNode(body, "join", "StringJoin", {"file_prefix", "select:output:0"});
+  if (!o.separator.empty()) {
+    (*join->mutable_attr())["separator"].set_s(o.separator);
+  }
+  AddNode(body, "sharded", "ShardedFilename",
+          {"join:output:0", "shard:output:0", "num_shards:output:0"});
+  AddNode(body, "save", "SaveV2",
+          {"sharded:filename:0", "names:output:0", "slices:output:0"});
+  AddNode(body, "prefixes", "Pack", {"sharded:filename:0", "^save"});
+  AddNode(body, "merge", "MergeV2Checkpoints",
+          {"prefixes:output:0", "file_prefix"});
+  AddString(body, "evil", "/etc/passwd");
+  AddNode(body, "restore", "RestoreV2",
+          {o.restore_prefix, "names:output:0", "slices:output:0"});
+  return g;
+}
+
+SessionOptions UntrustedWithRoot(const std::string& root) {
+  SessionOptions o = Untrusted();
+  o.io_path_roots = {root};
+  return o;
+}
+
+TEST(UntrustedPathsTest, Tf2SaverFunctionsRunFromTheirRoot) {
+  EXPECT_OK(
+      CheckUntrustedGraph(Tf2Saver(), UntrustedWithRoot("saver_filename")));
+  // Without the root, or with another one, the saver is refused.
+  for (const SessionOptions& o :
+       {Untrusted(), UntrustedWithRoot("call"), UntrustedWithRoot("nope")}) {
+    const Status s = CheckUntrustedGraph(Tf2Saver(), o);
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+    EXPECT_NE(s.message().find("node 'save' (SaveV2) in function 'saver'"),
+              std::string::npos)
+        << s;
+  }
+  // TF 1's save/ nodes, in the graph itself.
+  EXPECT_OK(
+      CheckUntrustedGraph(Text(kSaveGraph), UntrustedWithRoot("save/prefix")));
+}
+
+TEST(UntrustedPathsTest, PathsTheModelChoosesAreRefused) {
+  auto refused = [](const GraphDef& g, const std::string& node) {
+    const Status s =
+        CheckUntrustedGraph(g, UntrustedWithRoot("saver_filename"));
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+    EXPECT_NE(s.message().find("node '" + node + "'"), std::string::npos) << s;
+  };
+  // Suffixes that climb out of the root's directory.
+  for (const char* suffix :
+       {"/../../etc/cron.d/x", "..", ".", "./x", "a/..b"}) {
+    SCOPED_TRACE(suffix);
+    SaverShape o;
+    o.suffix = suffix;
+    refused(Tf2Saver(o), "save");
+  }
+  SaverShape sep;
+  sep.separator = "/../";
+  refused(Tf2Saver(sep), "save");
+  // A restore from the model's own constant.
+  SaverShape own;
+  own.restore_prefix = "evil:output:0";
+  refused(Tf2Saver(own), "restore");
+  // The function is also called with the model's own path.
+  GraphDef twice = Tf2Saver();
+  AddString(twice.mutable_node(), "evil", "/etc/passwd");
+  SetFunc(AddNode(twice.mutable_node(), "call2", "PartitionedCall", {"evil"}),
+          "f", "saver");
+  refused(twice, "save");
+  // Or run as an If's branch, whose arguments are not traced.
+  GraphDef branch = Tf2Saver();
+  SetFunc(
+      AddNode(branch.mutable_node(), "if", "If", {"cond", "saver_filename"}),
+      "then_branch", "saver");
+  refused(branch, "save");
+}
+
+TEST(UntrustedPathsTest, OnlyConstOrPlaceholderRootsAndShortChains) {
+  // A root must be a Const or a Placeholder: naming a node that computes
+  // a path does not make the path trusted.
+  GraphDef g;
+  AddString(g.mutable_node(), "evil", "/etc/passwd");
+  AddNode(g.mutable_node(), "id", "Identity", {"evil"});
+  AddNode(g.mutable_node(), "restore", "RestoreV2", {"id", "n", "s"});
+  Status s = CheckUntrustedGraph(g, UntrustedWithRoot("id"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  // Identity chains pass a path on, up to kMaxPathDepth of them.
+  for (int length : {10, 100}) {
+    GraphDef chain;
+    NodeDef* ph = AddNode(chain.mutable_node(), "p0", "Placeholder");
+    (*ph->mutable_attr())["dtype"].set_type(DT_STRING);
+    for (int i = 1; i <= length; ++i) {
+      AddNode(chain.mutable_node(), absl::StrCat("p", i), "Identity",
+              {absl::StrCat("p", i - 1)});
+    }
+    AddNode(chain.mutable_node(), "restore", "RestoreV2",
+            {absl::StrCat("p", length), "n", "s"});
+    s = CheckUntrustedGraph(chain, UntrustedWithRoot("p0"));
+    if (length <= kMaxPathDepth) {
+      EXPECT_OK(s);
+    } else {
+      EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "google/protobuf/text_format.h"
 #include "runnel/base/env.h"
 #include "runnel/framework/op.h"
+#include "runnel/graph/tensor_id.h"
 #include "runnel/io/tensor_bundle.h"
 #include "runnel/training/layers.h"
 
@@ -237,6 +238,42 @@ Status ReadSavedModel(const std::string& export_dir, SavedModel* sm) {
                           " (neither saved_model.pb nor saved_model.pbtxt)");
 }
 
+namespace {
+
+// Makes the node of mgd's saver filename tensor a Const holding `path`
+// (keeping its name and device); returns the node's name.
+// InvalidArgument if the tensor is not output 0 of a Placeholder or Const
+// string node of the graph.
+StatusOr<std::string> FixSaverFilename(const std::string& path,
+                                       MetaGraphDef* mgd) {
+  const std::string& tensor = mgd->saver_def().filename_tensor_name();
+  ASSIGN_OR_RETURN(TensorId id, ParseTensorName(tensor));
+  for (NodeDef& n : *mgd->mutable_graph_def()->mutable_node()) {
+    if (n.name() != id.node) continue;
+    if (id.index != 0 || (n.op() != "Placeholder" && n.op() != "Const")) {
+      return errors::InvalidArgument(
+          "the saver's filename tensor '", tensor,
+          "' is not a Placeholder or Const node's output; refused in "
+          "untrusted mode");
+    }
+    NodeDef fixed;
+    fixed.set_name(n.name());
+    fixed.set_op("Const");
+    fixed.set_device(n.device());
+    (*fixed.mutable_attr())["dtype"].set_type(DT_STRING);
+    TensorProto* value = (*fixed.mutable_attr())["value"].mutable_tensor();
+    value->set_dtype(DT_STRING);
+    value->mutable_tensor_shape();
+    value->add_string_val(path);
+    n = std::move(fixed);
+    return id.node;
+  }
+  return errors::InvalidArgument("the saver's filename tensor '", tensor,
+                                 "' names no node of the graph");
+}
+
+}  // namespace
+
 Status LoadSavedModel(const SessionOptions& options,
                       const std::string& export_dir,
                       const std::set<std::string>& tags,
@@ -261,14 +298,22 @@ Status LoadSavedModel(const SessionOptions& options,
         absl::StrJoin(tags, ", "), "}; it has ",
         available.empty() ? "none" : absl::StrJoin(available, " "));
   }
-  // 3. Session and graph.
-  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, NewSession(options));
+  const std::string variables =
+      JoinPath(JoinPath(export_dir, "variables"), "variables");
+  // 3. Session and graph; untrusted, the saver's path is fixed to ours.
+  MetaGraphDef mgd = *found;
+  SessionOptions session_options = options;
+  if (options.untrusted && mgd.has_saver_def()) {
+    ASSIGN_OR_RETURN(std::string root, FixSaverFilename(variables, &mgd));
+    session_options.io_path_roots.push_back(std::move(root));
+  }
+  found = &mgd;
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session,
+                   NewSession(session_options));
   std::unique_ptr<Saver> saver;
   RETURN_IF_ERROR(ImportMetaGraph(*found, session.get(), &saver));
   // 4. Variables.
   const auto assets = AssetFeeds(*found, export_dir);
-  const std::string variables =
-      JoinPath(JoinPath(export_dir, "variables"), "variables");
   if (saver != nullptr && CheckpointExists(variables)) {
     std::vector<std::pair<std::string, Tensor>> feeds = assets;
     feeds.push_back({found->saver_def().filename_tensor_name(),

@@ -121,6 +121,15 @@ struct SavedModelBundle {
 // and the checkpoint exists, then runs its init op (signature
 // "__saved_model_init_op", else collection "saved_model_main_op", else
 // "legacy_init_op") if it has one.
+//
+// With options.untrusted, the model's checkpoint ops may touch only its own
+// variables: the saver's filename tensor (a Placeholder or Const node)
+// becomes a Const holding export_dir/variables/variables and is added to
+// options.io_path_roots, so SaveV2/RestoreV2/MergeV2Checkpoints whose paths
+// derive from it (TF 1's save/ nodes, TF 2's saver functions) are allowed
+// and every other I/O node is refused (Note [Paths derived from trusted
+// roots] in runtime/untrusted_paths.h). bundle->meta_graph_def is the
+// graph as it runs.
 Status LoadSavedModel(const SessionOptions& options,
                       const std::string& export_dir,
                       const std::set<std::string>& tags,

@@ -340,6 +340,12 @@ TEST(MetaGraphTest, LoadsSavedModelFromTfFiles) {
     ASSERT_OK(LoadSavedModel({}, dir, {kSavedModelTagServe}, &bundle));
     EXPECT_EQ(bundle.meta_graph_def.meta_info_def().tags(0), "serve");
     ExpectConvModelRestored(bundle.session.get());
+    // Untrusted, TF 1's save/ nodes restore from the fixed variables path.
+    SessionOptions untrusted;
+    untrusted.untrusted = true;
+    SavedModelBundle vetted;
+    ASSERT_OK(LoadSavedModel(untrusted, dir, {kSavedModelTagServe}, &vetted));
+    ExpectConvModelRestored(vetted.session.get());
 
     Status s = LoadSavedModel({}, dir, {"serve", "gpu"}, &bundle);
     EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;

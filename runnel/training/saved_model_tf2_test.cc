@@ -7,6 +7,7 @@
 
 #include <random>
 
+#include "absl/strings/strip.h"
 #include "proto/example.pb.h"
 #include "runnel/base/env.h"
 #include "runnel/io/tensor_bundle.h"
@@ -161,6 +162,71 @@ TEST(SavedModelTf2Test, HalfPlusTwoSavesThroughItsSaveFunction) {
     ASSERT_OK(r.Lookup(name + "/.ATTRIBUTES/VARIABLE_VALUE", &t));
     EXPECT_EQ(t.scalar<float>(), value) << name;
   }
+}
+
+// Untrusted loading (Note [SavedModel checkpoint ops] in
+// tools/saved_model_command.cc): the saver's filename becomes the model's
+// own variables path, so its save and restore functions run, and a restore
+// from a path the model chose is refused at load.
+TEST(SavedModelTf2Test, UntrustedLoadsReadOnlyTheModelsOwnVariables) {
+  SessionOptions untrusted;
+  untrusted.untrusted = true;
+  SavedModelBundle bundle;
+  ASSERT_OK(
+      LoadSavedModel(untrusted, kHalfPlusTwo, {kSavedModelTagServe}, &bundle));
+  auto out =
+      Call(bundle, "serving_default", {{"x", Tensor::FromVector<float>({1})}});
+  ExpectTensorEqual<float>(out["y"], Tensor::FromVector<float>({2.5f}));
+  const std::string filename(absl::StripSuffix(
+      bundle.meta_graph_def.saver_def().filename_tensor_name(), ":0"));
+  bool fixed = false;
+  for (const NodeDef& n : bundle.meta_graph_def.graph_def().node()) {
+    if (n.name() != filename) continue;
+    fixed = n.op() == "Const" && n.attr().at("value").tensor().string_val(0) ==
+                                     kHalfPlusTwo + "/variables/variables";
+  }
+  EXPECT_TRUE(fixed) << "saver filename node '" << filename << "'";
+  // The regression model restores the same values either way.
+  SavedModelBundle trusted, regression;
+  ASSERT_OK(LoadSavedModel({}, kModels + "regression_tf2",
+                           {kSavedModelTagServe}, &trusted));
+  ASSERT_OK(LoadSavedModel(untrusted, kModels + "regression_tf2",
+                           {kSavedModelTagServe}, &regression));
+  for (const char* v : {"w", "b"}) {
+    ExpectTensorEqual<float>(Call(regression, v, {})["output"],
+                             Call(trusted, v, {})["output"]);
+  }
+
+  // A copy whose restore function reads a path of its own choosing.
+  SavedModel sm;
+  ASSERT_OK(ReadSavedModel(kHalfPlusTwo, &sm));
+  bool edited = false;
+  for (FunctionDef& f : *sm.mutable_meta_graphs(0)
+                             ->mutable_graph_def()
+                             ->mutable_library()
+                             ->mutable_function()) {
+    for (NodeDef& n : *f.mutable_node_def()) {
+      if (n.op() != "RestoreV2") continue;
+      NodeDef* evil = f.add_node_def();
+      evil->set_name("evil");
+      evil->set_op("Const");
+      (*evil->mutable_attr())["dtype"].set_type(DT_STRING);
+      TensorProto* t = (*evil->mutable_attr())["value"].mutable_tensor();
+      t->set_dtype(DT_STRING);
+      t->add_string_val("/etc/passwd");
+      n.set_input(0, "evil:output:0");
+      edited = true;
+      break;
+    }
+    if (edited) break;
+  }
+  ASSERT_TRUE(edited);
+  const std::string dir = MakeTempDir();
+  ASSERT_OK(WriteStringToFile(dir + "/saved_model.pb", sm.SerializeAsString()));
+  SavedModelBundle hostile;
+  Status s = LoadSavedModel(untrusted, dir, {kSavedModelTagServe}, &hostile);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("(RestoreV2) in function"));
 }
 
 // The owner's protocol (regression_savedmodel.py): 201 calls of `train` on
