@@ -1,9 +1,12 @@
 // Gradients of the function call ops, of TF 1.x's SymbolicGradient and of
 // the functional conditionals: a call of the function's gradient
-// (runnel/graph/function_gradients.h).
-// While loops are not differentiated yet (functional_ops.cc says so).
+// (runnel/graph/function_gradients.h); and of the functional while loops
+// (Note [While gradients]).
+#include <algorithm>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "runnel/graph/define_function.h"
 #include "runnel/graph/function.h"
 #include "runnel/graph/function_gradients.h"
 #include "runnel/graph/gradients.h"
@@ -142,6 +145,159 @@ Status IfGrad(const Scope& s, const Operation& op, const Outputs& dy,
 }
 REGISTER_GRADIENT("If", IfGrad);
 REGISTER_GRADIENT("StatelessIf", IfGrad);
+
+// Note [While gradients]: d While(x; cond, body) runs the loop again with
+// every iteration's loop variables pushed on stacks, then a backward loop
+// that pops them in reverse and applies body's gradient function:
+//   fwd = While(x, h, k=0; cond'(x, h, k) = cond(x),
+//               body'(x, h, k) = (body(x), push(h, x), k + 1))
+//   bwd = While(k_N, dy, h_N; k > 0,
+//               (k, g, h) -> (k - 1, body_grad(pop(h), g), h))
+// so dL/dx_0 costs one more forward pass and memory for N iterations of
+// loop variables (TF 2 keeps them from the first pass instead; this keeps
+// the forward node as it is). Each pushed or popped handle is passed on
+// through an Identity after its push/pop, which orders the stacks'
+// operations across iterations. A body with side effects is refused
+// (SymbolicGradientFunction): running it again would change the program.
+Status WhileGrad(const Scope& s, const Operation& op, const Outputs& dy,
+                 Outputs* dx) {
+  ASSIGN_OR_RETURN(NameAttrList cond, FuncAttr(op, "cond"));
+  ASSIGN_OR_RETURN(NameAttrList body, FuncAttr(op, "body"));
+  const int n = op.num_inputs();
+  std::vector<DataType> types;
+  for (int i = 0; i < n; ++i) types.push_back(BaseType(op.input_type(i)));
+  std::vector<int> diff;  // The differentiable loop variables.
+  for (int i = 0; i < n; ++i) {
+    if (IsDifferentiableType(types[i])) diff.push_back(i);
+  }
+  dx->assign(n, NoGradient());
+  if (diff.empty()) return absl::OkStatus();
+  std::vector<bool> body_differentiable;
+  StatusOr<NameAttrList> body_grad =
+      SymbolicGradientFunction(s, body, &body_differentiable);
+  if (!body_grad.ok()) {
+    return Status(
+        body_grad.status().code(),
+        absl::StrCat("gradient of ", op.node()->type_string(), " '",
+                     op.node()->name(), "': ", body_grad.status().message()));
+  }
+  std::string base = absl::StrCat(op.node()->name(), "_", op.node()->id());
+  std::replace(base.begin(), base.end(), '/', '_');
+
+  // The forward loop's functions: (x..., h..., k).
+  std::vector<FunctionArg> fwd_args;
+  for (int i = 0; i < n; ++i) {
+    fwd_args.push_back({absl::StrCat("x_", i), types[i]});
+  }
+  for (int i = 0; i < n; ++i) {
+    fwd_args.push_back({absl::StrCat("h_", i), DT_RESOURCE});
+  }
+  fwd_args.push_back({"k", DT_INT32});
+  // cond returns a bool or a number (true when non-zero).
+  const FunctionDef* cond_def = s.graph()->library() == nullptr
+                                    ? nullptr
+                                    : s.graph()->library()->Find(cond.name());
+  if (cond_def == nullptr) {
+    return errors::NotFound("gradient of '", op.node()->name(),
+                            "': no function '", cond.name(), "'");
+  }
+  DataTypeVector cond_in, cond_out;
+  RETURN_IF_ERROR(FunctionSignatureTypes(
+      *cond_def, AttrMap(cond.attr().begin(), cond.attr().end()), &cond_in,
+      &cond_out));
+  if (cond_out.size() != 1) {
+    return errors::InvalidArgument("gradient of '", op.node()->name(),
+                                   "': cond '", cond.name(), "' returns ",
+                                   cond_out.size(), " values, not one");
+  }
+  const DataType cond_type = BaseType(cond_out[0]);
+  ASSIGN_OR_RETURN(
+      NameAttrList fwd_cond,
+      DefineFunction(
+          s, base + "_grad_fwd_cond", fwd_args,
+          [&](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+            std::vector<Input> xs(a.begin(), a.begin() + n);
+            ops::PartitionedCall c(b, xs, {cond_type}, cond);
+            if (c.output.empty()) return b.status();
+            if (cond_type == DT_BOOL) return Outputs{c.output[0]};
+            return Outputs{
+                ops::NotEqual(b, c.output[0], ops::ZerosLike(b, c.output[0]))};
+          }));
+  ASSIGN_OR_RETURN(
+      NameAttrList fwd_body,
+      DefineFunction(
+          s, base + "_grad_fwd_body", fwd_args,
+          [&](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+            std::vector<Input> xs(a.begin(), a.begin() + n);
+            ops::PartitionedCall next(b, xs, types, body);
+            Outputs out(next.output.begin(), next.output.end());
+            for (int i = 0; i < n; ++i) {
+              ops::StackPushV2 push(b, a[n + i], a[i]);
+              out.push_back(ops::Identity(
+                  b.WithControlDependencies({push.operation}), a[n + i]));
+            }
+            out.push_back(ops::Add(b, a[2 * n], 1));
+            return out;
+          }));
+  std::vector<Input> fwd_in;
+  for (int i = 0; i < n; ++i) fwd_in.push_back(op.input(i));
+  for (int i = 0; i < n; ++i) {
+    fwd_in.push_back(ops::StackV2(s, -1, types[i]).handle);
+  }
+  fwd_in.push_back(ops::Const(s, 0));
+  ops::While fwd(s, fwd_in, fwd_cond, fwd_body);
+  RETURN_IF_ERROR(s.status());
+
+  // The backward loop's functions: (k, g..., h...), g one per diff var.
+  const int m = static_cast<int>(diff.size());
+  std::vector<FunctionArg> bwd_args{{"k", DT_INT32}};
+  for (int j = 0; j < m; ++j) {
+    bwd_args.push_back({absl::StrCat("g_", j), types[diff[j]]});
+  }
+  for (int i = 0; i < n; ++i) {
+    bwd_args.push_back({absl::StrCat("h_", i), DT_RESOURCE});
+  }
+  ASSIGN_OR_RETURN(
+      NameAttrList bwd_cond,
+      DefineFunction(s, base + "_grad_bwd_cond", bwd_args,
+                     [](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+                       return Outputs{ops::Greater(b, a[0], 0)};
+                     }));
+  ASSIGN_OR_RETURN(
+      NameAttrList bwd_body,
+      DefineFunction(
+          s, base + "_grad_bwd_body", bwd_args,
+          [&](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+            std::vector<Input> args;
+            Outputs handles;
+            for (int i = 0; i < n; ++i) {
+              ops::StackPopV2 pop(b, a[1 + m + i], types[i]);
+              args.push_back(pop.elem);
+              handles.push_back(ops::Identity(
+                  b.WithControlDependencies({pop.operation}), a[1 + m + i]));
+            }
+            for (int j = 0; j < m; ++j) args.push_back(a[1 + j]);
+            std::vector<DataType> grad_types;
+            for (int i : diff) grad_types.push_back(types[i]);
+            ops::PartitionedCall g(b, args, grad_types, *body_grad);
+            Outputs out{ops::Sub(b, a[0], 1)};
+            out.insert(out.end(), g.output.begin(), g.output.end());
+            out.insert(out.end(), handles.begin(), handles.end());
+            return out;
+          }));
+  std::vector<Input> bwd_in{fwd.output[2 * n]};
+  for (int i : diff) {
+    bwd_in.push_back(dy[i].node() != nullptr ? dy[i]
+                                             : ops::ZerosLike(s, op.output(i)));
+  }
+  for (int i = 0; i < n; ++i) bwd_in.push_back(fwd.output[n + i]);
+  ops::While bwd(s, bwd_in, bwd_cond, bwd_body);
+  RETURN_IF_ERROR(s.status());
+  for (int j = 0; j < m; ++j) (*dx)[diff[j]] = bwd.output[1 + j];
+  return absl::OkStatus();
+}
+REGISTER_GRADIENT("While", WhileGrad);
+REGISTER_GRADIENT("StatelessWhile", WhileGrad);
 
 }  // namespace
 }  // namespace runnel

@@ -22,7 +22,6 @@
 #include "runnel/framework/function_runtime.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
-#include "runnel/graph/gradients.h"
 
 namespace runnel {
 namespace {
@@ -438,19 +437,6 @@ REGISTER_KERNEL_BUILDER(Name("If").Device(kDeviceCpu), IfKernel);
 REGISTER_KERNEL_BUILDER(Name("StatelessIf").Device(kDeviceCpu), IfKernel);
 REGISTER_KERNEL_BUILDER(Name("While").Device(kDeviceCpu), WhileKernel);
 REGISTER_KERNEL_BUILDER(Name("StatelessWhile").Device(kDeviceCpu), WhileKernel);
-// Calls and conditionals are differentiated in functional_grad.cc. While
-// loops need gradients of loops over functions, which are not built yet: an
-// error, not a silent zero gradient.
-Status WhileGrad(const Scope& scope, const Operation& op,
-                 const std::vector<Output>& grad_inputs,
-                 std::vector<Output>* grad_outputs) {
-  return errors::Unimplemented(
-      "gradient of ", op.node()->type_string(), " '", op.node()->name(),
-      "': functional while loops are not differentiable yet; build the loop "
-      "with WhileLoop (runnel/graph/control_flow.h) to differentiate it");
-}
-REGISTER_GRADIENT("While", WhileGrad);
-REGISTER_GRADIENT("StatelessWhile", WhileGrad);
 
 }  // namespace
 }  // namespace runnel

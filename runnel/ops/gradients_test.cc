@@ -648,8 +648,6 @@ const std::map<std::string, std::string>& CheckedElsewhere() {
     add({"Switch", "RefSwitch", "Merge", "RefMerge", "Enter", "RefEnter",
          "Exit", "RefExit", "NextIteration", "RefNextIteration"},
         "control_flow_ops_session_test (Cond and WhileLoop)");
-    add({"While", "StatelessWhile"},
-        "function_test FunctionalControlFlowTest (their error)");
     add({"TensorArrayReadV3", "TensorArrayWriteV3", "TensorArrayGatherV3",
          "TensorArrayScatterV3", "TensorArrayConcatV3", "TensorArraySplitV3"},
         "tensor_array_ops_session_test, and in loops runnel/training/rnn_test");
@@ -792,6 +790,43 @@ TEST(FunctionalGradTest, SymbolicGradientsHaveGradients) {
       },
       {Doubles({0.5, -1.5, 2.0}, {3}), Doubles({0.3, 1.1, -0.7}, {3}),
        Doubles({1.0, -0.5, 0.25}, {3}), Doubles({0.2, 0.4, -1.0}, {3})});
+}
+
+// Note [While gradients]: 3 iterations of (i, a, b) -> (i + 1, a·tanh b,
+// a + sin b) (a counter and two coupled variables), with cond a number
+// (3 - i, true while non-zero), through both loop ops.
+TEST(FunctionalGradTest, WhileLoopsDifferentiateEveryIteration) {
+  for (const char* op : {"While", "StatelessWhile"}) {
+    SCOPED_TRACE(op);
+    CheckGrad(
+        [op](const Scope& s, const Outputs& xs) -> Outputs {
+          const std::vector<FunctionArg> vars{
+              {"i", DT_INT32}, {"a", DT_DOUBLE}, {"b", DT_DOUBLE}};
+          auto cond = DefineFunction(
+              s, "ThreeLeft", vars,
+              [](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+                return Outputs{ops::Sub(b, ops::Const(b, 3), a[0])};
+              });
+          auto body = DefineFunction(
+              s, "Coupled", vars,
+              [](const Scope& b, const Outputs& a) -> StatusOr<Outputs> {
+                return Outputs{ops::AddV2(b, a[0], ops::Const(b, 1)),
+                               ops::Mul(b, a[1], ops::Tanh(b, a[2])),
+                               ops::AddV2(b, a[1], ops::Sin(b, a[2]))};
+              });
+          EXPECT_OK(cond.status());
+          EXPECT_OK(body.status());
+          Operation loop;
+          s.UpdateStatus(NodeBuilder(s, op)
+                             .Input(InputList({Input(ops::Const(s, 0)),
+                                               Input(xs[0]), Input(xs[1])}))
+                             .Attr("cond", *cond)
+                             .Attr("body", *body)
+                             .Finalize(&loop));
+          return {ops::Mul(s, Output(loop, 1), Output(loop, 2))};
+        },
+        {Doubles({0.5, -1.5, 2.0}, {3}), Doubles({0.3, 1.1, -0.7}, {3})});
+  }
 }
 
 TEST(FunctionalGradTest, ConditionalsDifferentiateTheBranchThatRan) {

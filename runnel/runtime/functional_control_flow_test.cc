@@ -65,6 +65,35 @@ TEST(FunctionalControlFlowTest, StatelessWhileRunsItsBodyUntilCondIsFalse) {
   }
 }
 
+// Note [While gradients]: d/dx of x·2^n after n doublings is 2^n, for n
+// = 0 (no iteration: the gradient passes through) to 5; the loop's int
+// counter gets zeros (AddSymbolicGradients' answer for no gradient).
+TEST(FunctionalControlFlowTest, WhileLoopsDifferentiate) {
+  for (int n : {0, 1, 5}) {
+    SCOPED_TRACE(n);
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+    auto i0 = ops::Placeholder(root.WithOpName("i0"), DT_INT32);
+    ops::StatelessWhile loop(root.WithOpName("loop"), {Input(i0), Input(x)},
+                             DoublingCond(root, n), DoublingBody(root));
+    std::vector<Output> dx;
+    ASSERT_OK(AddSymbolicGradients(root, {loop.output[1]}, {x, i0}, &dx));
+    ASSERT_EQ(dx.size(), 2u);
+    auto session = SessionFor(root);
+    ASSERT_OK(session.status());
+    std::vector<Tensor> out;
+    ASSERT_OK((*session)->Run(
+        {{"x", Tensor::FromVector<float>({1.5f, -2.f})},
+         {"i0", Tensor::Scalar<int32_t>(0)}},
+        {loop.output[1].name(), dx[0].name(), dx[1].name()}, {}, &out));
+    const float scale = static_cast<float>(1 << n);
+    ExpectTensorEqual<float>(
+        out[0], Tensor::FromVector<float>({1.5f * scale, -2.f * scale}));
+    ExpectTensorEqual<float>(out[1], Tensor::FromVector<float>({scale, scale}));
+    EXPECT_EQ(out[2].scalar<int32_t>(), 0);  // The counter's: zeros.
+  }
+}
+
 TEST(FunctionalControlFlowTest, NumberConditionsAreTrueWhenNonZero) {
   Scope root = Scope::NewRootScope();
   // cond(i, acc) = 5 - i: an int32, true until i reaches 5.
@@ -520,16 +549,35 @@ TEST(FunctionalControlFlowTest, BadFunctionalOpsAreErrorsNamingTheNode) {
     EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
     EXPECT_THAT(std::string(s.message()), HasSubstr("recursive"));
   }
-  {  // Gradients through functional control flow are an error, not zeros.
+  {  // The gradient of a loop whose body changes state is an error, not
+     // zeros: it would run the body again (Note [While gradients]).
     Scope root = Scope::NewRootScope();
     auto x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
-    ops::StatelessWhile loop(root.WithOpName("loop"),
-                             {Input(ops::Const(root, 0)), Input(x)},
-                             DoublingCond(root, 3), DoublingBody(root));
+    auto v = ops::VarHandleOp(root, DT_FLOAT, TensorShape({}));
+    auto body = DefineFunction(
+        root, "BumpingBody",
+        {{"i", DT_INT32}, {"acc", DT_FLOAT}, {"v", DT_RESOURCE}},
+        [](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+          ops::AssignAddVariableOp(s, a[2], ops::Const(s, 1.0f));
+          return Outputs{ops::AddV2(s, a[0], ops::Const(s, 1)),
+                         ops::Mul(s, a[1], ops::Const(s, 2.0f)), a[2]};
+        });
+    ASSERT_OK(body.status());
+    auto cond = DefineFunction(
+        root, "BumpingCond",
+        {{"i", DT_INT32}, {"acc", DT_FLOAT}, {"v", DT_RESOURCE}},
+        [](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+          return Outputs{ops::Less(s, a[0], ops::Const(s, 3))};
+        });
+    ASSERT_OK(cond.status());
+    ops::While loop(root.WithOpName("loop"),
+                    {Input(ops::Const(root, 0)), Input(x), Input(v)}, *cond,
+                    *body);
     std::vector<Output> dx;
     Status s = AddSymbolicGradients(root, {loop.output[1]}, {x}, &dx);
     EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-    EXPECT_THAT(std::string(s.message()), HasSubstr("StatelessWhile 'loop'"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("While 'loop'"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("AssignAddVariableOp"));
   }
   {  // DefineFunction's own errors.
     Scope root = Scope::NewRootScope();
