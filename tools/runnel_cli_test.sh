@@ -375,6 +375,8 @@ check "saved model regress_x2_to_y3" 'outputs (float [1]): [4.5]' "$out"
 out=$("$runnel" inspect "$hp2")
 check "inspect lists serving_default's input" 1 "$(echo "$out" | grep -c '^      x: float \[1\] (serving_default_x:0)$')"
 check "inspect lists 6 signatures" 6 "$(echo "$out" | grep -c "^  signature '")"
+check "inspect lists the object graph's variables" 1 "$(echo "$out" | grep -c "^    root.a: variable float \[\] 'a'$")"
+check "inspect lists the asset" 1 "$(echo "$out" | grep -c '^    root.asset: asset foo.txt$')"
 out=$("$runnel" run "$tf/saved_models/regression_tf2" --signature w --json)
 check "saved model without inputs" 1 "$(echo "$out" | grep -c '^{"output": {"dtype": "float", "shape": \[1\], "values": \[')"
 

@@ -168,6 +168,15 @@ Status InspectSavedModel(const std::string& dir) {
               << ": " << m.graph_def().node_size() << " nodes, "
               << m.graph_def().library().function_size() << " functions\n";
     PrintSignatures(std::cout, "  ", m);
+    // TF 2's object graph: what the saved program tracked, by path.
+    ASSIGN_OR_RETURN(std::vector<training::SavedObjectInfo> objects,
+                     training::ListSavedObjects(m));
+    if (!objects.empty()) std::cout << "  objects:\n";
+    for (const training::SavedObjectInfo& o : objects) {
+      std::cout << "    " << o.path << ": "
+                << (o.kind.empty() ? "(no kind)" : o.kind)
+                << (o.detail.empty() ? "" : " " + o.detail) << "\n";
+    }
   }
   return absl::OkStatus();
 }

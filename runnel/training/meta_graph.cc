@@ -1,7 +1,9 @@
 #include "runnel/training/meta_graph.h"
 
 #include <algorithm>
+#include <deque>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -238,6 +240,124 @@ Status ReadSavedModel(const std::string& export_dir, SavedModel* sm) {
                           " (neither saved_model.pb nor saved_model.pbtxt)");
 }
 
+StatusOr<std::vector<SavedObjectInfo>> ListSavedObjects(
+    const MetaGraphDef& mgd) {
+  std::vector<SavedObjectInfo> out;
+  if (!mgd.has_object_graph_def()) return out;
+  const SavedObjectGraph& og = mgd.object_graph_def();
+  const int n = og.nodes_size();
+  auto bad = [](int id, const std::string& what) {
+    return errors::InvalidArgument("SavedModel object graph: object ", id, " ",
+                                   what);
+  };
+  auto check_id = [&](int id, int of, const char* what) -> Status {
+    if (of < 0 || of >= n) {
+      return bad(id, absl::StrCat("names ", what, " ", of, ", but there are ",
+                                  n, " objects"));
+    }
+    return absl::OkStatus();
+  };
+  absl::flat_hash_set<std::string> library;
+  for (const FunctionDef& f : mgd.graph_def().library().function()) {
+    library.insert(f.signature().name());
+  }
+  auto check_function = [&](int id, const std::string& name) -> Status {
+    if (!og.concrete_functions().contains(name) || !library.contains(name)) {
+      return bad(id, absl::StrCat("names concrete function '", name,
+                                  "', which the object graph or the graph's "
+                                  "library lacks"));
+    }
+    for (int b : og.concrete_functions().at(name).bound_inputs()) {
+      RETURN_IF_ERROR(check_id(id, b, "bound input"));
+    }
+    return absl::OkStatus();
+  };
+  out.resize(n);
+  for (int id = 0; id < n; ++id) {
+    const SavedObject& o = og.nodes(id);
+    SavedObjectInfo& info = out[id];
+    info.node_id = id;
+    for (const SavedObjectReference& c : o.children()) {
+      RETURN_IF_ERROR(check_id(id, c.node_id(), "child"));
+    }
+    for (const SavedSlotVariableReference& r : o.slot_variables()) {
+      RETURN_IF_ERROR(check_id(id, r.original_variable_node_id(), "variable"));
+      RETURN_IF_ERROR(check_id(id, r.slot_variable_node_id(), "slot variable"));
+    }
+    switch (o.kind_case()) {
+      case SavedObject::kUserObject:
+        info.kind = "user_object";
+        info.detail = o.user_object().identifier();
+        break;
+      case SavedObject::kVariable: {
+        info.kind = "variable";
+        StatusOr<PartialTensorShape> shape =
+            PartialTensorShape::FromProto(o.variable().shape());
+        if (!shape.ok()) return bad(id, "has a bad variable shape");
+        info.detail =
+            absl::StrCat(DataTypeString(o.variable().dtype()), " ",
+                         shape->DebugString(), " '", o.variable().name(), "'",
+                         o.variable().trainable() ? "" : " (not trainable)");
+        break;
+      }
+      case SavedObject::kFunction: {
+        info.kind = "function";
+        for (const std::string& f : o.function().concrete_functions()) {
+          RETURN_IF_ERROR(check_function(id, f));
+        }
+        info.detail = absl::StrJoin(o.function().concrete_functions(), ", ");
+        break;
+      }
+      case SavedObject::kBareConcreteFunction:
+        info.kind = "bare_concrete_function";
+        RETURN_IF_ERROR(check_function(
+            id, o.bare_concrete_function().concrete_function_name()));
+        info.detail = o.bare_concrete_function().concrete_function_name();
+        break;
+      case SavedObject::kAsset: {
+        info.kind = "asset";
+        const int a = o.asset().asset_file_def_index();
+        if (a < 0 || a >= mgd.asset_file_def_size()) {
+          return bad(id, absl::StrCat("names asset ", a, ", but there are ",
+                                      mgd.asset_file_def_size()));
+        }
+        info.detail = mgd.asset_file_def(a).filename();
+        break;
+      }
+      case SavedObject::kConstant:
+        info.kind = "constant";
+        info.detail = o.constant().operation();
+        break;
+      case SavedObject::kResource:
+        info.kind = "resource";
+        info.detail = o.resource().device();
+        break;
+      case SavedObject::kCapturedTensor:
+        info.kind = "captured_tensor";
+        info.detail = o.captured_tensor().name();
+        break;
+      case SavedObject::KIND_NOT_SET:
+        break;
+    }
+  }
+  // Paths: breadth first from the root, so each object gets its shortest.
+  if (n > 0) out[0].path = "root";
+  std::deque<int> queue{0};
+  while (n > 0 && !queue.empty()) {
+    const int id = queue.front();
+    queue.pop_front();
+    for (const SavedObjectReference& c : og.nodes(id).children()) {
+      if (!out[c.node_id()].path.empty()) continue;
+      out[c.node_id()].path = absl::StrCat(out[id].path, ".", c.local_name());
+      queue.push_back(c.node_id());
+    }
+  }
+  for (SavedObjectInfo& info : out) {
+    if (info.path.empty()) info.path = absl::StrCat("#", info.node_id);
+  }
+  return out;
+}
+
 namespace {
 
 // Makes the node of mgd's saver filename tensor a Const holding `path`
@@ -300,6 +420,7 @@ Status LoadSavedModel(const SessionOptions& options,
   }
   const std::string variables =
       JoinPath(JoinPath(export_dir, "variables"), "variables");
+  RETURN_IF_ERROR(ListSavedObjects(*found).status());
   // 3. Session and graph; untrusted, the saver's path is fixed to ours.
   MetaGraphDef mgd = *found;
   SessionOptions session_options = options;

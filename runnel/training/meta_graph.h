@@ -135,6 +135,31 @@ Status LoadSavedModel(const SessionOptions& options,
                       const std::set<std::string>& tags,
                       SavedModelBundle* bundle);
 
+// One object of a TF 2 SavedModel's object graph (MetaGraphDef.
+// object_graph_def), found by its path of child names from the root:
+// "root", "root.w", "root.train", "root.optimizer.iter".
+struct SavedObjectInfo {
+  int node_id = 0;
+  std::string path;  // "#<id>" for an object no path reaches.
+  // "user_object", "variable", "function", "bare_concrete_function",
+  // "asset", "constant", "resource", "captured_tensor", or "" (none set).
+  std::string kind;
+  // What it holds: a variable's dtype, shape and name ("float [] 'w'"), a
+  // function's concrete functions, an asset's file, a constant's node, a
+  // user object's class identifier.
+  std::string detail;
+};
+
+// The objects of mgd's object graph in node order (empty for a TF 1 meta
+// graph, which has none), after checking it: every child, slot variable
+// and bound input names an object that exists, every concrete function
+// named by a function object is in object_graph_def.concrete_functions and
+// in the graph's function library, every asset index is in asset_file_def.
+// InvalidArgument naming the object otherwise. LoadSavedModel runs the same
+// check.
+StatusOr<std::vector<SavedObjectInfo>> ListSavedObjects(
+    const MetaGraphDef& mgd);
+
 // True if `export_dir` holds saved_model.pb or saved_model.pbtxt.
 bool MaybeSavedModelDirectory(const std::string& export_dir);
 

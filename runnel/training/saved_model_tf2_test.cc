@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <map>
 #include <random>
 
 #include "absl/strings/strip.h"
@@ -227,6 +229,68 @@ TEST(SavedModelTf2Test, UntrustedLoadsReadOnlyTheModelsOwnVariables) {
   Status s = LoadSavedModel(untrusted, dir, {kSavedModelTagServe}, &hostile);
   EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
   EXPECT_THAT(std::string(s.message()), HasSubstr("(RestoreV2) in function"));
+}
+
+// The object graph (SavedObjectGraph) of regression_tf2: the module's
+// variables, optimizer state and functions by path, as its script
+// (regression_savedmodel.py) made them.
+TEST(SavedModelTf2Test, ObjectGraphListsWhatTheProgramTracked) {
+  SavedModel sm;
+  ASSERT_OK(ReadSavedModel(kModels + "regression_tf2", &sm));
+  const MetaGraphDef& mgd = sm.meta_graphs(0);
+  auto objects = ListSavedObjects(mgd);
+  ASSERT_OK(objects.status());
+  std::map<std::string, std::pair<std::string, std::string>> by_path;
+  for (const SavedObjectInfo& o : *objects) {
+    by_path[o.path] = {o.kind, o.detail};
+  }
+  using P = std::pair<std::string, std::string>;
+  EXPECT_EQ(by_path["root"], P("user_object", "_generic_user_object"));
+  EXPECT_EQ(by_path["root.w"], P("variable", "float [1] 'w'"));
+  EXPECT_EQ(by_path["root.b"], P("variable", "float [1] 'b'"));
+  EXPECT_EQ(by_path["root.optimizer.iter"],
+            P("variable", "int64 [] 'SGD/iter' (not trainable)"));
+  EXPECT_EQ(by_path["root.train"].first, "function");
+  EXPECT_EQ(by_path["root.signatures.train"].first, "bare_concrete_function");
+  // A TF 1 meta graph has no object graph.
+  EXPECT_TRUE(ListSavedObjects(MetaGraphDef())->empty());
+
+  // Broken graphs are InvalidArgument naming the object, at load too.
+  struct Break {
+    const char* what;
+    std::function<void(SavedObjectGraph*)> edit;
+  };
+  for (const Break& b : std::vector<Break>{
+           {"child",
+            [](SavedObjectGraph* g) {
+              g->mutable_nodes(0)->mutable_children(0)->set_node_id(1000);
+            }},
+           {"concrete function",
+            [](SavedObjectGraph* g) {
+              for (SavedObject& o : *g->mutable_nodes()) {
+                if (o.has_function()) {
+                  o.mutable_function()->add_concrete_functions("missing");
+                  return;
+                }
+              }
+            }},
+           {"bound input", [](SavedObjectGraph* g) {
+              g->mutable_concrete_functions()->begin()->second.add_bound_inputs(
+                  -1);
+            }}}) {
+    SCOPED_TRACE(b.what);
+    SavedModel broken = sm;
+    b.edit(broken.mutable_meta_graphs(0)->mutable_object_graph_def());
+    Status s = ListSavedObjects(broken.meta_graphs(0)).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(b.what));
+    const std::string dir = MakeTempDir();
+    ASSERT_OK(
+        WriteStringToFile(dir + "/saved_model.pb", broken.SerializeAsString()));
+    SavedModelBundle bundle;
+    s = LoadSavedModel({}, dir, {kSavedModelTagServe}, &bundle);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  }
 }
 
 // The owner's protocol (regression_savedmodel.py): 201 calls of `train` on
