@@ -24,6 +24,7 @@
 #include "proto/meta_graph.pb.h"
 #include "proto/saved_model.pb.h"
 #include "runnel/base/env.h"
+#include "runnel/framework/dataset.h"
 #include "runnel/framework/op.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/io/record_writer.h"
@@ -230,6 +231,25 @@ void AddFeedSeeds(Seeds& seeds) {
   }
 }
 
+// Encoded iterator states (Note [Iterator checkpoints]): every kind of
+// entry, and an empty state.
+void AddIteratorStateSeeds(Seeds& seeds) {
+  IteratorState empty;
+  // Mode 1: the harness recomputes the checksum.
+  seeds.Add("iterator_state", "empty", Prefixed(1, empty.Encode()));
+  IteratorState s;
+  if (!s.WriteScalar("input/next", int64_t{7}).ok() ||
+      !s.WriteScalar("dataset", std::string("RangeDataset(0, 10, 1)")).ok() ||
+      !s.WriteTensor("buffer/0", Tensor::FromVector<float>({1.5f, -2.f}))
+           .ok() ||
+      !s.WriteTensor("buffer/1", Tensor::Scalar<tstring>("abc")).ok()) {
+    std::fprintf(stderr, "fuzz_seeds: cannot build an iterator state\n");
+    return;
+  }
+  seeds.Add("iterator_state", "entries", Prefixed(1, s.Encode()));
+  seeds.Add("iterator_state", "entries.raw", Prefixed(0, s.Encode()));
+}
+
 }  // namespace
 }  // namespace runnel::fuzz
 
@@ -248,6 +268,7 @@ int main(int argc, char** argv) {
   AddExamples(seeds, examples);
   AddKernelSeeds(seeds);
   AddFeedSeeds(seeds);
+  AddIteratorStateSeeds(seeds);
   seeds.Report();
   return 0;
 }

@@ -23,7 +23,8 @@ asan_targets=(env_test framework_test graph_test scope_test io_test runtime_test
               untrusted_graph_test untrusted_session_test queue_ops_session_test
               queue_ops_test accumulator_ops_session_test function_test
               dataset_ops_session_test dataset_transform_ops_session_test
-              interleave_dataset_ops_session_test linalg_ops_test)
+              interleave_dataset_ops_session_test linalg_ops_test
+              iterator_checkpoint_session_test)
 # The distributed runtime's parsers and services (they take bytes from the
 # network); Debian's gRPC itself is not instrumented.
 if grep -q "^RUNNEL_WITH_GRPC:BOOL=ON" "${ASAN_BUILD:-build-asan}/CMakeCache.txt" 2>/dev/null ||
@@ -32,7 +33,8 @@ if grep -q "^RUNNEL_WITH_GRPC:BOOL=ON" "${ASAN_BUILD:-build-asan}/CMakeCache.txt
 fi
 tsan_targets=(runtime_test queue_ops_session_test accumulator_ops_session_test
               function_test dataset_transform_ops_session_test
-              interleave_dataset_ops_session_test)
+              interleave_dataset_ops_session_test
+              iterator_checkpoint_session_test)
 
 run_preset() {
   local preset=$1

@@ -35,8 +35,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -101,6 +103,63 @@ class ChildCancellation {
   CancellationManager::Token token_ = 0;
 };
 
+// Note [Iterator checkpoints]
+// An iterator's position can be saved and restored (TF's SerializeIterator
+// / DeserializeIterator), so a job that stops resumes its input pipeline at
+// the same element. The state is a flat map from string keys to values
+// (int64 scalars, strings, tensors), written by IteratorBase::Save into an
+// IteratorStateWriter and read back by IteratorBase::Restore from an
+// IteratorStateReader.
+//
+// What is saved: everything needed so that the restored iterator returns
+// exactly the elements the saved one would have returned next: positions
+// (element and epoch counters, file index and byte offset), elements held
+// in buffers (shuffle, prefetch, parallel map, memory cache) and the state
+// of random engines. Datasets themselves are not saved: Restore runs on a
+// fresh iterator of the same dataset (the graph is rebuilt, then the state
+// restored into it). Files are not saved either: a file reader saves its
+// position, and the files must be unchanged when it is restored.
+//
+// Keys: an iterator saves its own values under short keys ("next") and the
+// iterators it owns through SaveIterator(writer, "input", it), which
+// prefixes their keys ("input/next"), so a chain never collides. Every
+// iterator saved through SaveIterator also records its dataset's
+// DebugString; RestoreIterator refuses (InvalidArgument) a state saved from
+// another dataset.
+//
+// Thread safety: Save and Restore are called like GetNext, by one thread
+// at a time with no GetNext in progress (the iterator resource holds its
+// lock). An iterator with background threads (PrefetchDataset) saves only
+// while they are idle.
+//
+// Errors: an iterator that cannot be checkpointed returns Unimplemented
+// "<dataset DebugString> does not support checkpointing" (the default).
+// A missing key is NotFound and a value of the wrong kind, or out of
+// range for the dataset, InvalidArgument; both name the full key. A failed
+// Restore leaves the iterator unusable: the caller discards it.
+class IteratorStateWriter {
+ public:
+  virtual ~IteratorStateWriter() = default;
+  virtual Status WriteScalar(const std::string& key, int64_t value) = 0;
+  virtual Status WriteScalar(const std::string& key,
+                             const std::string& value) = 0;
+  // Unimplemented for DT_VARIANT and DT_RESOURCE tensors (they cannot be
+  // encoded).
+  virtual Status WriteTensor(const std::string& key, const Tensor& value) = 0;
+};
+
+class IteratorStateReader {
+ public:
+  virtual ~IteratorStateReader() = default;
+  virtual bool Contains(const std::string& key) const = 0;
+  virtual Status ReadScalar(const std::string& key, int64_t* value) const = 0;
+  virtual Status ReadScalar(const std::string& key,
+                            std::string* value) const = 0;
+  virtual Status ReadTensor(const std::string& key, Tensor* value) const = 0;
+};
+
+class DatasetBase;
+
 class IteratorBase {
  public:
   virtual ~IteratorBase() = default;
@@ -109,7 +168,47 @@ class IteratorBase {
   // call). May block.
   virtual Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
                          bool* end_of_sequence) = 0;
+
+  // Note [Iterator checkpoints]. The defaults return Unimplemented naming
+  // the dataset. Restore is called on an iterator fresh from MakeIterator
+  // (no GetNext yet); `ctx` is the restoring op's (for function calls).
+  virtual Status Save(IteratorStateWriter* writer);
+  virtual Status Restore(IteratorContext* ctx, IteratorStateReader* reader);
+
+  // The dataset that made this iterator (set by DatasetBase::MakeIterator);
+  // it outlives the iterator.
+  const DatasetBase* dataset() const { return dataset_; }
+
+ private:
+  friend class DatasetBase;
+  const DatasetBase* dataset_ = nullptr;
 };
+
+// Saves `it` under `prefix` ("input": its keys become "input/..."), with its
+// dataset's DebugString.
+Status SaveIterator(IteratorStateWriter* writer, const std::string& prefix,
+                    IteratorBase* it);
+// Restores `it` (fresh from its dataset's MakeIterator) from the keys under
+// `prefix`; InvalidArgument if they were saved from another dataset.
+Status RestoreIterator(IteratorContext* ctx, const IteratorStateReader* reader,
+                       const std::string& prefix, IteratorBase* it);
+
+// An element (vector of tensors) under `key` ("buffer/3").
+Status SaveElement(IteratorStateWriter* writer, const std::string& key,
+                   const std::vector<Tensor>& element);
+// Reads an element saved by SaveElement and checks it against `dataset`'s
+// structure (InvalidArgument naming the key otherwise).
+Status RestoreElement(IteratorStateReader* reader, const std::string& key,
+                      const DatasetBase& dataset, std::vector<Tensor>* element);
+// A status (code and message) under `key`.
+Status SaveStatus(IteratorStateWriter* writer, const std::string& key,
+                  const Status& status);
+Status RestoreStatus(IteratorStateReader* reader, const std::string& key,
+                     Status* status);
+// Reads the int64 under `key` and checks lo <= value <= hi
+// (InvalidArgument naming the key otherwise).
+Status ReadInt64InRange(IteratorStateReader* reader, const std::string& key,
+                        int64_t lo, int64_t hi, int64_t* value);
 
 class DatasetBase : public VariantValue {
  public:
@@ -125,8 +224,72 @@ class DatasetBase : public VariantValue {
   // A new iterator at the start of the sequence. The iterator may point
   // into the dataset: whoever holds the iterator must keep the dataset alive
   // (its DatasetPtr) until the iterator is gone.
-  virtual StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const = 0;
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const {
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, MakeIteratorInternal());
+    // A pass-through dataset returns its input's iterator, which keeps its
+    // own dataset.
+    if (it->dataset_ == nullptr) it->dataset_ = this;
+    return it;
+  }
+
+ protected:
+  // What MakeIterator returns (each dataset implements this).
+  virtual StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const = 0;
 };
+
+// The key/value state of an iterator (Note [Iterator checkpoints]) as a
+// variant value: what SerializeIterator outputs and DeserializeIterator
+// reads. Filled through its IteratorStateWriter side, then immutable (a
+// Variant shares it) and read through its IteratorStateReader side.
+//
+// Encode() turns it into bytes (for checkpoints: tensor_bundle cannot save
+// variant tensors, so the EncodeIteratorState op makes a DT_STRING scalar of
+// it) and Decode() back. Decode validates untrusted bytes: a bad magic or
+// checksum, a length past the end, a duplicate key, an unknown kind or a
+// tensor that does not parse is DataLoss; it never crashes, and allocates no
+// more than the input's size allows.
+class IteratorState final : public VariantValue,
+                            public IteratorStateWriter,
+                            public IteratorStateReader {
+ public:
+  std::string TypeName() const override { return "IteratorState"; }
+  std::string DebugString() const override;
+
+  Status WriteScalar(const std::string& key, int64_t value) override;
+  Status WriteScalar(const std::string& key, const std::string& value) override;
+  Status WriteTensor(const std::string& key, const Tensor& value) override;
+
+  bool Contains(const std::string& key) const override;
+  Status ReadScalar(const std::string& key, int64_t* value) const override;
+  Status ReadScalar(const std::string& key, std::string* value) const override;
+  Status ReadTensor(const std::string& key, Tensor* value) const override;
+
+  size_t size() const { return entries_.size(); }
+  std::string Encode() const;
+  static StatusOr<std::shared_ptr<IteratorState>> Decode(
+      std::string_view bytes);
+
+ private:
+  enum Kind : uint8_t { kInt = 1, kString = 2, kTensor = 3 };
+  struct Entry {
+    Kind kind = kInt;
+    int64_t i = 0;
+    std::string s;
+    std::shared_ptr<const Tensor> t;  // kTensor
+  };
+  Status Find(const std::string& key, Kind kind, const Entry** e) const;
+  Status Put(const std::string& key, Entry e);
+
+  std::map<std::string, Entry, std::less<>> entries_;
+};
+
+// A scalar DT_VARIANT tensor holding `state`.
+Tensor IteratorStateToVariantTensor(std::shared_ptr<const IteratorState> state);
+// The state in `t`; InvalidArgument unless `t` is a scalar variant holding
+// one.
+StatusOr<std::shared_ptr<const IteratorState>> IteratorStateFromVariantTensor(
+    const Tensor& t);
 
 using DatasetPtr = std::shared_ptr<const DatasetBase>;
 

@@ -152,7 +152,8 @@ class TensorDataset final : public StructuredDataset {
             absl::StrCat("TensorDataset(", ShapeList(components), ")")),
         components_(std::move(components)) {}
   int64_t Cardinality() const override { return 1; }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     return std::unique_ptr<IteratorBase>(new Iterator(this));
   }
 
@@ -166,6 +167,15 @@ class TensorDataset final : public StructuredDataset {
       *end = done_;
       if (!done_) *out = d_->components_;
       done_ = true;
+      return absl::OkStatus();
+    }
+    Status Save(IteratorStateWriter* w) override {
+      return w->WriteScalar("done", done_ ? 1 : 0);
+    }
+    Status Restore(IteratorContext*, IteratorStateReader* r) override {
+      int64_t done = 0;
+      RETURN_IF_ERROR(ReadInt64InRange(r, "done", 0, 1, &done));
+      done_ = done == 1;
       return absl::OkStatus();
     }
 
@@ -214,7 +224,8 @@ class TensorSliceDataset final : public StructuredDataset {
             absl::StrCat("TensorSliceDataset(", ShapeList(components), ")")),
         components_(std::move(components)) {}
   int64_t Cardinality() const override { return components_[0].dim_size(0); }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     return std::unique_ptr<IteratorBase>(new Iterator(this));
   }
 
@@ -233,6 +244,12 @@ class TensorSliceDataset final : public StructuredDataset {
       }
       ++next_;
       return absl::OkStatus();
+    }
+    Status Save(IteratorStateWriter* w) override {
+      return w->WriteScalar("next", next_);
+    }
+    Status Restore(IteratorContext*, IteratorStateReader* r) override {
+      return ReadInt64InRange(r, "next", 0, d_->Cardinality(), &next_);
     }
 
    private:
@@ -299,7 +316,8 @@ class RangeDataset final : public StructuredDataset {
     const __int128 n = (span + (step_ > 0 ? step_ - 1 : step_ + 1)) / step_;
     return static_cast<int64_t>(n);
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     return std::unique_ptr<IteratorBase>(new Iterator(this));
   }
 
@@ -337,6 +355,12 @@ class RangeDataset final : public StructuredDataset {
       }
       out->push_back(std::move(t));
       return absl::OkStatus();
+    }
+    Status Save(IteratorStateWriter* w) override {
+      return w->WriteScalar("next", i_);
+    }
+    Status Restore(IteratorContext*, IteratorStateReader* r) override {
+      return ReadInt64InRange(r, "next", 0, n_, &i_);
     }
 
    private:
@@ -433,7 +457,8 @@ class RepeatDataset final : public UnaryDataset {
     }
     return n * count_;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     return std::unique_ptr<IteratorBase>(new Iterator(this));
   }
 
@@ -467,6 +492,29 @@ class RepeatDataset final : public UnaryDataset {
       out->clear();
       return absl::OkStatus();
     }
+    Status Save(IteratorStateWriter* w) override {
+      RETURN_IF_ERROR(w->WriteScalar("epoch", epoch_));
+      RETURN_IF_ERROR(w->WriteScalar("produced", produced_ ? 1 : 0));
+      RETURN_IF_ERROR(w->WriteScalar("has_input", it_ != nullptr ? 1 : 0));
+      if (it_ != nullptr) RETURN_IF_ERROR(SaveIterator(w, "input", it_.get()));
+      return absl::OkStatus();
+    }
+    Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+      int64_t produced = 0, has_input = 0;
+      RETURN_IF_ERROR(ReadInt64InRange(
+          r, "epoch", 0,
+          d_->count_ < 0 ? std::numeric_limits<int64_t>::max() : d_->count_,
+          &epoch_));
+      RETURN_IF_ERROR(ReadInt64InRange(r, "produced", 0, 1, &produced));
+      RETURN_IF_ERROR(ReadInt64InRange(r, "has_input", 0, 1, &has_input));
+      produced_ = produced == 1;
+      it_.reset();
+      if (has_input == 1) {
+        ASSIGN_OR_RETURN(it_, d_->input_->MakeIterator());
+        RETURN_IF_ERROR(RestoreIterator(ctx, r, "input", it_.get()));
+      }
+      return absl::OkStatus();
+    }
 
    private:
     const RepeatDataset* d_;
@@ -493,7 +541,8 @@ class TakeDataset final : public UnaryDataset {
     if (n == kInfiniteCardinality) return count_;
     return std::min(n, count_);
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(new Iterator(this, std::move(in)));
   }
@@ -513,6 +562,17 @@ class TakeDataset final : public UnaryDataset {
       RETURN_IF_ERROR(in_->GetNext(ctx, out, end));
       if (!*end) ++taken_;
       return absl::OkStatus();
+    }
+    Status Save(IteratorStateWriter* w) override {
+      RETURN_IF_ERROR(w->WriteScalar("taken", taken_));
+      return SaveIterator(w, "input", in_.get());
+    }
+    Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+      RETURN_IF_ERROR(ReadInt64InRange(
+          r, "taken", 0,
+          d_->count_ < 0 ? std::numeric_limits<int64_t>::max() : d_->count_,
+          &taken_));
+      return RestoreIterator(ctx, r, "input", in_.get());
     }
 
    private:
@@ -538,7 +598,8 @@ class SkipDataset final : public UnaryDataset {
     if (count_ < 0) return 0;
     return std::max<int64_t>(0, n - count_);
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(new Iterator(this, std::move(in)));
   }
@@ -559,6 +620,15 @@ class SkipDataset final : public UnaryDataset {
         ++skipped_;
       }
       return in_->GetNext(ctx, out, end);
+    }
+    Status Save(IteratorStateWriter* w) override {
+      RETURN_IF_ERROR(w->WriteScalar("skipped", skipped_));
+      return SaveIterator(w, "input", in_.get());
+    }
+    Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+      RETURN_IF_ERROR(ReadInt64InRange(
+          r, "skipped", 0, std::numeric_limits<int64_t>::max(), &skipped_));
+      return RestoreIterator(ctx, r, "input", in_.get());
     }
 
    private:
@@ -642,7 +712,8 @@ class BatchDataset final : public UnaryDataset {
     return drop_remainder_ ? n / batch_size_
                            : (n + batch_size_ - 1) / batch_size_;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(new Iterator(this, std::move(in)));
   }
@@ -694,6 +765,17 @@ class BatchDataset final : public UnaryDataset {
         out->push_back(std::move(batch));
       }
       return absl::OkStatus();
+    }
+
+    Status Save(IteratorStateWriter* w) override {
+      RETURN_IF_ERROR(w->WriteScalar("input_ended", in_end_ ? 1 : 0));
+      return SaveIterator(w, "input", in_.get());
+    }
+    Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+      int64_t ended = 0;
+      RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
+      in_end_ = ended == 1;
+      return RestoreIterator(ctx, r, "input", in_.get());
     }
 
    private:
@@ -785,7 +867,8 @@ class PaddedBatchDataset final : public UnaryDataset {
     return drop_remainder_ ? n / batch_size_
                            : (n + batch_size_ - 1) / batch_size_;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(new Iterator(this, std::move(in)));
   }
@@ -854,6 +937,17 @@ class PaddedBatchDataset final : public UnaryDataset {
         out->push_back(std::move(batch));
       }
       return absl::OkStatus();
+    }
+
+    Status Save(IteratorStateWriter* w) override {
+      RETURN_IF_ERROR(w->WriteScalar("input_ended", in_end_ ? 1 : 0));
+      return SaveIterator(w, "input", in_.get());
+    }
+    Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+      int64_t ended = 0;
+      RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
+      in_end_ = ended == 1;
+      return RestoreIterator(ctx, r, "input", in_.get());
     }
 
    private:

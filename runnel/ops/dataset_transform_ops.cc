@@ -31,8 +31,10 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -211,6 +213,9 @@ class FunctionDatasetOpKernel : public DatasetOpKernel {
   const int num_trailing_;
 };
 
+// The largest element counter a checkpoint may hold.
+constexpr int64_t kMaxIndex = std::numeric_limits<int64_t>::max();
+
 // ---------------------------------------------------------------------------
 // MapDataset
 
@@ -257,6 +262,18 @@ class MapIterator : public IteratorBase {
     *out = std::move(rets);
     return absl::OkStatus();
   }
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(w->WriteScalar("index", index_));
+    RETURN_IF_ERROR(w->WriteScalar("ended", ended_ ? 1 : 0));
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    int64_t ended = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "index", 0, kMaxIndex, &index_));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "ended", 0, 1, &ended));
+    ended_ = ended == 1;
+    return RestoreIterator(ctx, r, "input", input_.get());
+  }
 
  private:
   std::unique_ptr<IteratorBase> input_;
@@ -281,7 +298,7 @@ class MapDataset : public SpecDataset {
   int64_t Cardinality() const override {
     return preserve_cardinality_ ? input_->Cardinality() : kUnknownCardinality;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override;
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal() const override;
 
  private:
   const DatasetPtr input_;
@@ -375,6 +392,49 @@ class ParallelMapIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
+  // Between GetNexts no call is running: the buffered results are saved
+  // as they are.
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(w->WriteScalar("index", index_));
+    RETURN_IF_ERROR(w->WriteScalar("input_ended", input_ended_ ? 1 : 0));
+    RETURN_IF_ERROR(
+        w->WriteScalar("buffer_size", static_cast<int64_t>(buffer_.size())));
+    for (size_t i = 0; i < buffer_.size(); ++i) {
+      const std::string key = absl::StrCat("buffer/", i);
+      RETURN_IF_ERROR(SaveStatus(w, key + "/status", buffer_[i].status));
+      RETURN_IF_ERROR(w->WriteScalar(key + "/from_function",
+                                     buffer_[i].from_function ? 1 : 0));
+      if (buffer_[i].status.ok()) {
+        RETURN_IF_ERROR(SaveElement(w, key, buffer_[i].element));
+      }
+    }
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    int64_t ended = 0, n = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "index", 0, kMaxIndex, &index_));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
+    // A batch holds at most num_parallel_calls results and an input error.
+    RETURN_IF_ERROR(
+        ReadInt64InRange(r, "buffer_size", 0, num_parallel_calls_ + 1, &n));
+    input_ended_ = ended == 1;
+    buffer_.clear();
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string key = absl::StrCat("buffer/", i);
+      Result res;
+      int64_t from_function = 0;
+      RETURN_IF_ERROR(RestoreStatus(r, key + "/status", &res.status));
+      RETURN_IF_ERROR(
+          ReadInt64InRange(r, key + "/from_function", 0, 1, &from_function));
+      res.from_function = from_function == 1;
+      if (res.status.ok()) {
+        RETURN_IF_ERROR(RestoreElement(r, key, *dataset(), &res.element));
+      }
+      buffer_.push_back(std::move(res));
+    }
+    return RestoreIterator(ctx, r, "input", input_.get());
+  }
+
  private:
   struct Result {
     Status status;
@@ -447,7 +507,8 @@ class ParallelMapIterator : public IteratorBase {
   bool input_ended_ = false;
 };
 
-StatusOr<std::unique_ptr<IteratorBase>> MapDataset::MakeIterator() const {
+StatusOr<std::unique_ptr<IteratorBase>> MapDataset::MakeIteratorInternal()
+    const {
   ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> input, input_->MakeIterator());
   if (num_parallel_calls_ > 1) {
     return std::unique_ptr<IteratorBase>(std::make_unique<ParallelMapIterator>(
@@ -558,6 +619,14 @@ class FilterIterator : public IteratorBase {
       if (rets[0].scalar<bool>()) return absl::OkStatus();
     }
   }
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(w->WriteScalar("index", index_));
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    RETURN_IF_ERROR(ReadInt64InRange(r, "index", 0, kMaxIndex, &index_));
+    return RestoreIterator(ctx, r, "input", input_.get());
+  }
 
  private:
   std::unique_ptr<IteratorBase> input_;
@@ -572,7 +641,8 @@ class FilterDataset : public SpecDataset {
       : SpecDataset(std::move(name), std::move(spec)),
         input_(std::move(input)),
         fn_(std::move(fn)) {}
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(
         std::make_unique<FilterIterator>(std::move(in), fn_));
@@ -644,23 +714,61 @@ class FlatMapIterator : public IteratorBase {
       RETURN_IF_ERROR(input_->GetNext(ctx, &in, end));
       if (*end) return absl::OkStatus();
       const int64_t index = index_++;
-      std::vector<Tensor> rets;
-      RETURN_IF_ERROR(fn_.Run(ctx, index, std::move(in), &rets));
-      StatusOr<DatasetPtr> ds =
-          DatasetFromFunctionResult(rets, spec_.dtypes, fn_.ResultName(index));
-      RETURN_IF_ERROR(ds.status());
-      // The dataset must outlive its iterator (framework/dataset.h).
-      current_dataset_ = *ds;
-      ASSIGN_OR_RETURN(current_, current_dataset_->MakeIterator());
+      current_input_ = in;
+      RETURN_IF_ERROR(StartCurrent(ctx, index, std::move(in)));
       *end = false;
     }
   }
 
+  // The input element whose dataset is being read is saved: restoring
+  // runs the function on it again (it must be deterministic) and restores
+  // that dataset's iterator.
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(w->WriteScalar("index", index_));
+    RETURN_IF_ERROR(w->WriteScalar("has_current", current_ != nullptr ? 1 : 0));
+    if (current_ != nullptr) {
+      RETURN_IF_ERROR(SaveElement(w, "current_input", current_input_));
+      RETURN_IF_ERROR(SaveIterator(w, "current", current_.get()));
+    }
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    int64_t has_current = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "index", 0, kMaxIndex, &index_));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "has_current", 0, index_ > 0 ? 1 : 0,
+                                     &has_current));
+    RETURN_IF_ERROR(RestoreIterator(ctx, r, "input", input_.get()));
+    current_.reset();
+    current_dataset_.reset();
+    if (has_current == 0) return absl::OkStatus();
+    std::vector<Tensor> in;
+    RETURN_IF_ERROR(
+        RestoreElement(r, "current_input", *input_->dataset(), &in));
+    current_input_ = in;
+    RETURN_IF_ERROR(StartCurrent(ctx, index_ - 1, std::move(in)));
+    return RestoreIterator(ctx, r, "current", current_.get());
+  }
+
  private:
+  // current_ := an iterator over f(element `index`, `in`).
+  Status StartCurrent(IteratorContext* ctx, int64_t index,
+                      std::vector<Tensor> in) {
+    std::vector<Tensor> rets;
+    RETURN_IF_ERROR(fn_.Run(ctx, index, std::move(in), &rets));
+    StatusOr<DatasetPtr> ds =
+        DatasetFromFunctionResult(rets, spec_.dtypes, fn_.ResultName(index));
+    RETURN_IF_ERROR(ds.status());
+    // The dataset must outlive its iterator (framework/dataset.h).
+    current_dataset_ = *ds;
+    ASSIGN_OR_RETURN(current_, current_dataset_->MakeIterator());
+    return absl::OkStatus();
+  }
+
   std::unique_ptr<IteratorBase> input_;
   const ElementFunction fn_;
   const ElementSpec spec_;
-  DatasetPtr current_dataset_;  // Outlives current_ (declared first).
+  std::vector<Tensor> current_input_;  // What current_dataset_ came from.
+  DatasetPtr current_dataset_;         // Outlives current_ (declared first).
   std::unique_ptr<IteratorBase> current_;
   int64_t index_ = 0;
 };
@@ -672,7 +780,8 @@ class FlatMapDataset : public SpecDataset {
       : SpecDataset(std::move(name), std::move(spec)),
         input_(std::move(input)),
         fn_(std::move(fn)) {}
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(
         std::make_unique<FlatMapIterator>(std::move(in), fn_, spec_));
@@ -741,8 +850,12 @@ struct SeedState {
 class ShuffleIterator : public IteratorBase {
  public:
   ShuffleIterator(std::unique_ptr<IteratorBase> input, int64_t buffer_size,
-                  uint64_t seed, uint64_t seed2, uint64_t epoch)
-      : input_(std::move(input)), buffer_size_(buffer_size) {
+                  uint64_t seed, uint64_t seed2, uint64_t epoch,
+                  std::shared_ptr<std::atomic<int64_t>> epochs)
+      : input_(std::move(input)),
+        buffer_size_(buffer_size),
+        epoch_(static_cast<int64_t>(epoch)),
+        epochs_(std::move(epochs)) {
     std::seed_seq seq{
         static_cast<uint32_t>(seed),  static_cast<uint32_t>(seed >> 32),
         static_cast<uint32_t>(seed2), static_cast<uint32_t>(seed2 >> 32),
@@ -777,9 +890,66 @@ class ShuffleIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
+  // Saves the engine's full state (so the next draws are the same), the
+  // buffer in its order, and the epoch counter of the dataset's kernel (so
+  // the iterators a RepeatDataset makes after this one get the same
+  // epochs, hence the same orders).
+  Status Save(IteratorStateWriter* w) override {
+    std::ostringstream rng;
+    rng << rng_;
+    RETURN_IF_ERROR(w->WriteScalar("rng", rng.str()));
+    RETURN_IF_ERROR(w->WriteScalar("epoch", epoch_));
+    if (epochs_ != nullptr) {
+      RETURN_IF_ERROR(w->WriteScalar("next_epoch", epochs_->load()));
+    }
+    RETURN_IF_ERROR(w->WriteScalar("input_ended", input_ended_ ? 1 : 0));
+    RETURN_IF_ERROR(
+        w->WriteScalar("buffer_size", static_cast<int64_t>(buffer_.size())));
+    for (size_t i = 0; i < buffer_.size(); ++i) {
+      RETURN_IF_ERROR(SaveElement(w, absl::StrCat("buffer/", i), buffer_[i]));
+    }
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    std::string rng_state;
+    RETURN_IF_ERROR(r->ReadScalar("rng", &rng_state));
+    std::istringstream rng(rng_state);
+    std::mt19937_64 engine;
+    rng >> engine;
+    if (rng.fail()) {
+      return errors::InvalidArgument("the iterator state \"rng\" of ",
+                                     dataset()->DebugString(),
+                                     " is not the state of a random engine");
+    }
+    int64_t ended = 0, n = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "epoch", 0, kMaxIndex, &epoch_));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
+    RETURN_IF_ERROR(ReadInt64InRange(
+        r, "buffer_size", 0, buffer_size_ < 0 ? kMaxIndex : buffer_size_, &n));
+    if (epochs_ != nullptr && r->Contains("next_epoch")) {
+      int64_t next_epoch = 0;
+      RETURN_IF_ERROR(
+          ReadInt64InRange(r, "next_epoch", 0, kMaxIndex, &next_epoch));
+      epochs_->store(next_epoch);
+    }
+    rng_ = engine;
+    input_ended_ = ended == 1;
+    buffer_.clear();
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<Tensor> e;
+      RETURN_IF_ERROR(
+          RestoreElement(r, absl::StrCat("buffer/", i), *dataset(), &e));
+      buffer_.push_back(std::move(e));
+    }
+    return RestoreIterator(ctx, r, "input", input_.get());
+  }
+
  private:
   std::unique_ptr<IteratorBase> input_;
   const int64_t buffer_size_;  // -1: the whole input.
+  int64_t epoch_;
+  // The kernel's epoch counter (null without reshuffle_each_iteration).
+  const std::shared_ptr<std::atomic<int64_t>> epochs_;
   std::mt19937_64 rng_;
   std::vector<std::vector<Tensor>> buffer_;
   bool input_ended_ = false;
@@ -795,12 +965,14 @@ class ShuffleDataset : public SpecDataset {
         seeds_(std::move(seeds)) {}
 
   int64_t Cardinality() const override { return input_->Cardinality(); }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     const int64_t epoch = seeds_.reshuffle ? seeds_.epochs->fetch_add(1) : 0;
     return std::unique_ptr<IteratorBase>(std::make_unique<ShuffleIterator>(
         std::move(in), buffer_size_, static_cast<uint64_t>(seeds_.seed),
-        static_cast<uint64_t>(seeds_.seed2), static_cast<uint64_t>(epoch)));
+        static_cast<uint64_t>(seeds_.seed2), static_cast<uint64_t>(epoch),
+        seeds_.reshuffle ? seeds_.epochs : nullptr));
   }
 
  private:
@@ -969,6 +1141,50 @@ class PrefetchIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
+  // Between GetNexts the producer is idle (it has no context), so the
+  // buffer and the input are stable: both are saved, and no element is
+  // lost or produced twice.
+  Status Save(IteratorStateWriter* w) override {
+    absl::MutexLock l(&mu_);
+    if (busy_) {
+      return errors::FailedPrecondition(
+          dataset()->DebugString(),
+          ": cannot save while an element is being prefetched");
+    }
+    RETURN_IF_ERROR(w->WriteScalar("input_ended", input_ended_ ? 1 : 0));
+    RETURN_IF_ERROR(
+        w->WriteScalar("buffer_size", static_cast<int64_t>(buffer_.size())));
+    for (size_t i = 0; i < buffer_.size(); ++i) {
+      const std::string key = absl::StrCat("buffer/", i);
+      RETURN_IF_ERROR(SaveStatus(w, key + "/status", buffer_[i].status));
+      if (buffer_[i].status.ok()) {
+        RETURN_IF_ERROR(SaveElement(w, key, buffer_[i].element));
+      }
+    }
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    absl::MutexLock l(&mu_);
+    int64_t ended = 0, n = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "buffer_size", 0,
+                                     static_cast<int64_t>(capacity_), &n));
+    std::deque<Result> buffer;
+    for (int64_t i = 0; i < n; ++i) {
+      const std::string key = absl::StrCat("buffer/", i);
+      Result res;
+      RETURN_IF_ERROR(RestoreStatus(r, key + "/status", &res.status));
+      if (res.status.ok()) {
+        RETURN_IF_ERROR(RestoreElement(r, key, *dataset(), &res.element));
+      }
+      buffer.push_back(std::move(res));
+    }
+    RETURN_IF_ERROR(RestoreIterator(ctx, r, "input", input_.get()));
+    buffer_ = std::move(buffer);
+    input_ended_ = ended == 1;
+    return absl::OkStatus();
+  }
+
  private:
   struct Result {
     Status status;
@@ -1024,7 +1240,8 @@ class PrefetchDataset : public SpecDataset {
         buffer_size_(buffer_size) {}
 
   int64_t Cardinality() const override { return input_->Cardinality(); }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     if (buffer_size_ == 0) return in;  // No prefetching.
     return std::unique_ptr<IteratorBase>(
@@ -1110,6 +1327,24 @@ class ZipIterator : public IteratorBase {
     *out = std::move(element);
     return absl::OkStatus();
   }
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(w->WriteScalar("ended", ended_ ? 1 : 0));
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      RETURN_IF_ERROR(
+          SaveIterator(w, absl::StrCat("input_", i), inputs_[i].get()));
+    }
+    return absl::OkStatus();
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    int64_t ended = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "ended", 0, 1, &ended));
+    ended_ = ended == 1;
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      RETURN_IF_ERROR(
+          RestoreIterator(ctx, r, absl::StrCat("input_", i), inputs_[i].get()));
+    }
+    return absl::OkStatus();
+  }
 
  private:
   std::vector<std::unique_ptr<IteratorBase>> inputs_;
@@ -1135,7 +1370,8 @@ class ZipDataset : public SpecDataset {
     }
     return result;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     std::vector<std::unique_ptr<IteratorBase>> its;
     for (const DatasetPtr& in : inputs_) {
       ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, in->MakeIterator());
@@ -1214,6 +1450,33 @@ class ConcatenateIterator : public IteratorBase {
       }
     }
   }
+  // "phase": 0 in the first input, 1 in the second, 2 done.
+  Status Save(IteratorStateWriter* w) override {
+    const int64_t phase = current_ == nullptr ? 2 : second_ != nullptr ? 0 : 1;
+    RETURN_IF_ERROR(w->WriteScalar("phase", phase));
+    if (current_ != nullptr) {
+      RETURN_IF_ERROR(SaveIterator(w, "input", current_.get()));
+    }
+    return absl::OkStatus();
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    int64_t phase = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "phase", 0, 2, &phase));
+    if (phase >= 1 && second_ != nullptr) {
+      current_.reset();
+      if (phase == 1) {
+        ASSIGN_OR_RETURN(current_, second_->MakeIterator());
+      }
+      second_.reset();
+    }
+    if (current_ == nullptr) {
+      return phase == 2 ? absl::OkStatus()
+                        : errors::InvalidArgument(
+                              "the iterator over ", dataset()->DebugString(),
+                              " was already restored past its first input");
+    }
+    return RestoreIterator(ctx, r, "input", current_.get());
+  }
 
  private:
   std::unique_ptr<IteratorBase> current_;
@@ -1238,7 +1501,8 @@ class ConcatenateDataset : public SpecDataset {
     }
     return a + b;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, first_->MakeIterator());
     return std::unique_ptr<IteratorBase>(
         std::make_unique<ConcatenateIterator>(std::move(in), second_));
@@ -1292,14 +1556,32 @@ struct MemoryCache {
       ABSL_GUARDED_BY(mu);
 };
 
-class CacheWriterIterator : public IteratorBase {
+using CachedElements = std::vector<std::vector<Tensor>>;
+
+// Reads the cache (elements_ set) or writes it (input_ set): reads the
+// whole input, keeping what it read, and publishes it at the end.
+class CacheIterator : public IteratorBase {
  public:
-  CacheWriterIterator(std::unique_ptr<IteratorBase> input,
-                      std::shared_ptr<MemoryCache> cache)
-      : input_(std::move(input)), cache_(std::move(cache)) {}
+  CacheIterator(const DatasetBase* input_dataset,
+                std::unique_ptr<IteratorBase> input,
+                std::shared_ptr<MemoryCache> cache,
+                std::shared_ptr<const CachedElements> elements)
+      : input_dataset_(input_dataset),
+        input_(std::move(input)),
+        cache_(std::move(cache)),
+        elements_(std::move(elements)) {}
 
   Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
                  bool* end) override {
+    if (elements_ != nullptr) {
+      *end = next_ >= elements_->size();
+      if (*end) {
+        out->clear();
+      } else {
+        *out = (*elements_)[next_++];
+      }
+      return absl::OkStatus();
+    }
     if (ended_) {
       out->clear();
       *end = true;
@@ -1319,42 +1601,78 @@ class CacheWriterIterator : public IteratorBase {
       absl::MutexLock l(&cache_->mu);
       if (cache_->elements == nullptr) {
         cache_->elements =
-            std::make_shared<const std::vector<std::vector<Tensor>>>(
-                std::move(read_));
+            std::make_shared<const CachedElements>(std::move(read_));
       }
     }
     read_.clear();
     return absl::OkStatus();
   }
 
- private:
-  std::unique_ptr<IteratorBase> input_;
-  std::shared_ptr<MemoryCache> cache_;
-  std::vector<std::vector<Tensor>> read_;
-  bool failed_ = false;
-  bool ended_ = false;
-};
-
-class CacheReaderIterator : public IteratorBase {
- public:
-  explicit CacheReaderIterator(
-      std::shared_ptr<const std::vector<std::vector<Tensor>>> elements)
-      : elements_(std::move(elements)) {}
-
-  Status GetNext(IteratorContext*, std::vector<Tensor>* out,
-                 bool* end) override {
-    *end = next_ >= elements_->size();
-    if (*end) {
-      out->clear();
-    } else {
-      *out = (*elements_)[next_++];
+  // A reader saves the cached elements too: the process that restores may
+  // not have them.
+  Status Save(IteratorStateWriter* w) override {
+    const bool reading = elements_ != nullptr;
+    RETURN_IF_ERROR(w->WriteScalar("reading", reading ? 1 : 0));
+    const CachedElements& kept = reading ? *elements_ : read_;
+    RETURN_IF_ERROR(
+        w->WriteScalar("elements", static_cast<int64_t>(kept.size())));
+    for (size_t i = 0; i < kept.size(); ++i) {
+      RETURN_IF_ERROR(SaveElement(w, absl::StrCat("element/", i), kept[i]));
     }
-    return absl::OkStatus();
+    if (reading) {
+      return w->WriteScalar("next", static_cast<int64_t>(next_));
+    }
+    RETURN_IF_ERROR(w->WriteScalar("failed", failed_ ? 1 : 0));
+    RETURN_IF_ERROR(w->WriteScalar("ended", ended_ ? 1 : 0));
+    if (ended_) return absl::OkStatus();
+    return SaveIterator(w, "input", input_.get());
+  }
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    int64_t reading = 0, n = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "reading", 0, 1, &reading));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "elements", 0, kMaxIndex, &n));
+    CachedElements kept;
+    for (int64_t i = 0; i < n; ++i) {
+      std::vector<Tensor> e;
+      RETURN_IF_ERROR(
+          RestoreElement(r, absl::StrCat("element/", i), *dataset(), &e));
+      kept.push_back(std::move(e));
+    }
+    if (reading == 1) {
+      int64_t next = 0;
+      RETURN_IF_ERROR(ReadInt64InRange(r, "next", 0, n, &next));
+      absl::MutexLock l(&cache_->mu);
+      if (cache_->elements == nullptr) {
+        cache_->elements = std::make_shared<const CachedElements>(kept);
+      }
+      elements_ = std::make_shared<const CachedElements>(std::move(kept));
+      next_ = static_cast<size_t>(next);
+      input_.reset();
+      return absl::OkStatus();
+    }
+    int64_t failed = 0, ended = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "failed", 0, 1, &failed));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "ended", 0, 1, &ended));
+    elements_.reset();
+    failed_ = failed == 1;
+    ended_ = ended == 1;
+    read_ = std::move(kept);
+    if (ended_) return absl::OkStatus();
+    if (input_ == nullptr) {
+      ASSIGN_OR_RETURN(input_, input_dataset_->MakeIterator());
+    }
+    return RestoreIterator(ctx, r, "input", input_.get());
   }
 
  private:
-  const std::shared_ptr<const std::vector<std::vector<Tensor>>> elements_;
+  const DatasetBase* const input_dataset_;  // Outlives this iterator.
+  std::unique_ptr<IteratorBase> input_;
+  std::shared_ptr<MemoryCache> cache_;
+  std::shared_ptr<const CachedElements> elements_;
   size_t next_ = 0;
+  CachedElements read_;
+  bool failed_ = false;
+  bool ended_ = false;
 };
 
 class CacheDataset : public SpecDataset {
@@ -1364,17 +1682,18 @@ class CacheDataset : public SpecDataset {
         input_(std::move(input)) {}
 
   int64_t Cardinality() const override { return input_->Cardinality(); }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     {
       absl::MutexLock l(&cache_->mu);
       if (cache_->elements != nullptr) {
-        return std::unique_ptr<IteratorBase>(
-            std::make_unique<CacheReaderIterator>(cache_->elements));
+        return std::unique_ptr<IteratorBase>(std::make_unique<CacheIterator>(
+            input_.get(), nullptr, cache_, cache_->elements));
       }
     }
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
-    return std::unique_ptr<IteratorBase>(
-        std::make_unique<CacheWriterIterator>(std::move(in), cache_));
+    return std::unique_ptr<IteratorBase>(std::make_unique<CacheIterator>(
+        input_.get(), std::move(in), cache_, nullptr));
   }
 
  private:

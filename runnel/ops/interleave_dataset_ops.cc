@@ -290,7 +290,8 @@ class InterleaveDataset : public DatasetBase {
   const std::vector<PartialTensorShape>& output_shapes() const override {
     return p_->shapes;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in, input_->MakeIterator());
     return std::unique_ptr<IteratorBase>(
         std::make_unique<InterleaveIterator>(std::move(in), p_));

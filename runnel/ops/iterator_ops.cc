@@ -86,6 +86,46 @@ class IteratorResource : public ResourceBase {
 
   const DataTypeVector& dtypes() const { return dtypes_; }
 
+  // The state of the iterator (Note [Iterator checkpoints] in
+  // framework/dataset.h), under the key prefix "iterator".
+  StatusOr<std::shared_ptr<const IteratorState>> Save() {
+    absl::MutexLock l(&mu_);
+    if (iterator_ == nullptr) {
+      return errors::FailedPrecondition(
+          "cannot save an iterator that has not been initialized");
+    }
+    auto state = std::make_shared<IteratorState>();
+    RETURN_IF_ERROR(SaveIterator(state.get(), "iterator", iterator_.get()));
+    return std::shared_ptr<const IteratorState>(std::move(state));
+  }
+
+  // Replaces the iterator by a new one over the same dataset, restored
+  // from `state`. On error the current iterator is kept.
+  Status Restore(IteratorContext* ctx, const IteratorState& state) {
+    DatasetPtr dataset;
+    {
+      absl::MutexLock l(&mu_);
+      dataset = dataset_;
+    }
+    if (dataset == nullptr) {
+      return errors::FailedPrecondition(
+          "cannot restore an iterator that has not been initialized: run "
+          "its initializer (MakeIterator) first so that its dataset is "
+          "known");
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, dataset->MakeIterator());
+    RETURN_IF_ERROR(RestoreIterator(ctx, &state, "iterator", it.get()));
+    std::unique_ptr<IteratorBase> old_iterator;
+    DatasetPtr old_dataset;
+    {
+      absl::MutexLock l(&mu_);
+      old_iterator = std::exchange(iterator_, std::move(it));
+      old_dataset = std::exchange(dataset_, std::move(dataset));
+    }
+    old_iterator.reset();
+    return absl::OkStatus();
+  }
+
  private:
   const DataTypeVector dtypes_;
   const std::vector<PartialTensorShape> shapes_;
@@ -707,6 +747,153 @@ class OptionalGetValueKernel : public OpKernel {
 REGISTER_KERNEL_BUILDER(Name("OptionalGetValue").Device(kDeviceCpu),
                         OptionalGetValueKernel);
 
+// ---------------------------------------------------------------------------
+// SerializeIterator / DeserializeIterator (Note [Iterator checkpoints] in
+// framework/dataset.h), and EncodeIteratorState / DecodeIteratorState, a
+// Runnel addition: variant tensors cannot go into a checkpoint file
+// (tensor_bundle), so a Saver stores the state as a DT_STRING scalar
+// (Note [Iterator state encoding] in framework/dataset.cc).
+
+REGISTER_OP("SerializeIterator")
+    .Input("resource_handle: resource")
+    .Attr("external_state_policy: int = 0")
+    .Output("serialized: variant")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::ScalarShape)
+    .Doc(
+        "Converts the given `resource_handle` representing an iterator to a "
+        "variant tensor.\n"
+        "resource_handle: A handle to an iterator resource.\n"
+        "serialized: A scalar variant tensor holding the iterator's state "
+        "(positions, buffered elements, random engine states). A dataset "
+        "that cannot be checkpointed is Unimplemented naming it.\n"
+        "external_state_policy: 0 (warn), 1 (ignore) or 2 (fail), as in "
+        "TensorFlow; Runnel saves no state outside the iterator chain (the "
+        "state of stateful ops inside map functions is not saved) and "
+        "accepts all three.");
+
+REGISTER_OP("DeserializeIterator")
+    .Input("resource_handle: resource")
+    .Input("serialized: variant")
+    .SetIsStateful()
+    .SetShapeFn([](InferenceContext* c) {
+      PartialTensorShape unused;
+      RETURN_IF_ERROR(c->WithRank(1, 0, &unused));
+      return shape_fns::NoOutputs(c);
+    })
+    .Doc(
+        "Converts the given variant tensor to an iterator and stores it in "
+        "the given resource.\n"
+        "resource_handle: A handle to an iterator resource, initialized "
+        "(MakeIterator) with the dataset the state was saved from.\n"
+        "serialized: A variant tensor storing the state of the iterator "
+        "contained in the resource (from SerializeIterator or "
+        "DecodeIteratorState). A state saved from another dataset is "
+        "InvalidArgument, and the iterator is left as it was.");
+
+REGISTER_OP("EncodeIteratorState")
+    .Input("serialized: variant")
+    .Output("encoded: string")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialTensorShape unused;
+      RETURN_IF_ERROR(c->WithRank(0, 0, &unused));
+      return shape_fns::ScalarShape(c);
+    })
+    .Doc(
+        "Runnel: the iterator state `serialized` (from SerializeIterator) as "
+        "bytes, a scalar string a checkpoint can hold.");
+
+REGISTER_OP("DecodeIteratorState")
+    .Input("encoded: string")
+    .Output("serialized: variant")
+    .SetShapeFn([](InferenceContext* c) {
+      PartialTensorShape unused;
+      RETURN_IF_ERROR(c->WithRank(0, 0, &unused));
+      return shape_fns::ScalarShape(c);
+    })
+    .Doc(
+        "Runnel: the iterator state encoded by EncodeIteratorState, for "
+        "DeserializeIterator. Corrupt or truncated bytes are DataLoss.");
+
+// Errors need not name the node: the executor prefixes them with it
+// ("DeserializeIterator 'restore': ...").
+
+class SerializeIteratorKernel : public OpKernel {
+ public:
+  explicit SerializeIteratorKernel(OpKernelConstruction* c) : OpKernel(c) {
+    int64_t policy = 0;
+    OP_REQUIRES_OK(c, c->GetAttr("external_state_policy", &policy));
+    OP_REQUIRES(c, policy >= 0 && policy <= 2,
+                errors::InvalidArgument(
+                    "external_state_policy must be 0, 1 or 2, got ", policy));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(ctx, LookupIterator(ctx, 0, &it));
+    ScopedUnref unref(it);
+    StatusOr<std::shared_ptr<const IteratorState>> state = it->Save();
+    OP_REQUIRES_OK(ctx, state.status());
+    ctx->set_output(0, IteratorStateToVariantTensor(*std::move(state)));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("SerializeIterator").Device(kDeviceCpu),
+                        SerializeIteratorKernel);
+
+class DeserializeIteratorKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    StatusOr<std::shared_ptr<const IteratorState>> state =
+        IteratorStateFromVariantTensor(ctx->input(1));
+    OP_REQUIRES_OK(ctx, state.status());
+    IteratorResource* it = nullptr;
+    OP_REQUIRES_OK(ctx, LookupIterator(ctx, 0, &it));
+    ScopedUnref unref(it);
+    IteratorContext ictx = IteratorContext::FromKernel(ctx);
+    OP_REQUIRES_OK(ctx, it->Restore(&ictx, **state));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("DeserializeIterator").Device(kDeviceCpu),
+                        DeserializeIteratorKernel);
+
+class EncodeIteratorStateKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    StatusOr<std::shared_ptr<const IteratorState>> state =
+        IteratorStateFromVariantTensor(ctx->input(0));
+    OP_REQUIRES_OK(ctx, state.status());
+    ctx->set_output(0, Tensor::Scalar<tstring>((*state)->Encode()));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("EncodeIteratorState").Device(kDeviceCpu),
+                        EncodeIteratorStateKernel);
+
+class DecodeIteratorStateKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    OP_REQUIRES(ctx, t.dtype() == DT_STRING && t.dims() == 0,
+                errors::InvalidArgument("encoded must be a scalar string, not ",
+                                        DataTypeString(t.dtype()), " ",
+                                        t.shape().DebugString()));
+    StatusOr<std::shared_ptr<IteratorState>> state =
+        IteratorState::Decode(std::string(t.scalar<tstring>()));
+    OP_REQUIRES_OK(ctx, state.status());
+    ctx->set_output(0, IteratorStateToVariantTensor(*std::move(state)));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("DecodeIteratorState").Device(kDeviceCpu),
+                        DecodeIteratorStateKernel);
+
+REGISTER_NO_GRADIENT("SerializeIterator", "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("DeserializeIterator",
+                     "an iterator is not differentiable");
+REGISTER_NO_GRADIENT("EncodeIteratorState",
+                     "an iterator state is not differentiable");
+REGISTER_NO_GRADIENT("DecodeIteratorState",
+                     "an iterator state is not differentiable");
 REGISTER_NO_GRADIENT("IteratorGetNextAsOptional",
                      "input data is not differentiable");
 REGISTER_NO_GRADIENT("OptionalNone", "an optional is not differentiable");

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -90,6 +91,10 @@ class FileReader {
  public:
   virtual ~FileReader() = default;
   virtual Status Next(tstring* value, bool* end) = 0;
+  // Where the next record starts (in the uncompressed stream), and a jump
+  // there from the start of the file, for checkpoints.
+  virtual uint64_t offset() const = 0;
+  virtual Status SkipTo(uint64_t offset) = 0;
 };
 using FileReaderFactory =
     std::function<StatusOr<std::unique_ptr<FileReader>>(size_t file_index)>;
@@ -133,6 +138,37 @@ class FilesIterator : public IteratorBase {
     }
   }
 
+  // The file being read and the offset of its next record; restoring
+  // reopens the file and skips to that offset (the file must not have
+  // changed).
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(
+        w->WriteScalar("next_file", static_cast<int64_t>(next_file_)));
+    RETURN_IF_ERROR(w->WriteScalar("has_reader", reader_ != nullptr ? 1 : 0));
+    if (reader_ == nullptr) return absl::OkStatus();
+    return w->WriteScalar("offset", static_cast<int64_t>(reader_->offset()));
+  }
+  Status Restore(IteratorContext*, IteratorStateReader* r) override {
+    int64_t next_file = 0, has_reader = 0, offset = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(
+        r, "next_file", 0, static_cast<int64_t>(num_files_), &next_file));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "has_reader", 0, next_file > 0 ? 1 : 0,
+                                     &has_reader));
+    reader_.reset();
+    next_file_ = static_cast<size_t>(next_file);
+    if (has_reader == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(ReadInt64InRange(
+        r, "offset", 0, std::numeric_limits<int64_t>::max(), &offset));
+    ASSIGN_OR_RETURN(reader_, open_(next_file_ - 1));
+    Status s = reader_->SkipTo(static_cast<uint64_t>(offset));
+    if (!s.ok()) {
+      reader_.reset();
+      return errors::Prefix(
+          s, absl::StrCat("restoring ", dataset()->DebugString(), ": "));
+    }
+    return absl::OkStatus();
+  }
+
  private:
   const size_t num_files_;
   const FileReaderFactory open_;
@@ -151,7 +187,8 @@ class FilesDataset : public DatasetBase {
   const std::vector<PartialTensorShape>& output_shapes() const override {
     return shapes_;
   }
-  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator() const override {
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
     return std::unique_ptr<IteratorBase>(
         std::make_unique<FilesIterator>(num_files_, open_));
   }
@@ -215,6 +252,22 @@ class ByteWindow {
     offset_ += n;
   }
   bool eof() const { return eof_; }
+  // Consumes `n` bytes; InvalidArgument if the stream ends first.
+  Status Skip(uint64_t n) {
+    while (n > 0) {
+      RETURN_IF_ERROR(Fill(static_cast<size_t>(std::min<uint64_t>(n, kChunk))));
+      if (available() == 0) {
+        return errors::InvalidArgument("the file ends at byte ", offset_,
+                                       ", before the saved offset (", n,
+                                       " bytes further)");
+      }
+      const size_t step =
+          static_cast<size_t>(std::min<uint64_t>(n, available()));
+      Consume(step);
+      n -= step;
+    }
+    return absl::OkStatus();
+  }
   // Position of data() in the stream.
   uint64_t offset() const { return offset_; }
 
@@ -236,7 +289,7 @@ class TFRecordFileReader : public FileReader {
       : reader_(std::move(reader)) {}
 
   // Reads records until the next one starts at `offset`.
-  Status SkipTo(uint64_t offset) {
+  Status SkipTo(uint64_t offset) override {
     std::string unused;
     while (reader_->offset() < offset) {
       Status s = reader_->ReadRecord(&unused);
@@ -251,6 +304,8 @@ class TFRecordFileReader : public FileReader {
     }
     return absl::OkStatus();
   }
+
+  uint64_t offset() const override { return reader_->offset(); }
 
   Status Next(tstring* value, bool* end) override {
     std::string record;
@@ -372,6 +427,14 @@ class TextLineFileReader : public FileReader {
   explicit TextLineFileReader(std::unique_ptr<RecordInputStream> in)
       : window_(std::move(in)) {}
 
+  uint64_t offset() const override { return window_.offset(); }
+  Status SkipTo(uint64_t offset) override {
+    if (offset < window_.offset()) {
+      return errors::InvalidArgument("cannot skip back to byte ", offset);
+    }
+    return window_.Skip(offset - window_.offset());
+  }
+
   Status Next(tstring* value, bool* end) override {
     size_t scanned = 0;
     while (true) {
@@ -457,6 +520,20 @@ class FixedLengthFileReader : public FileReader {
         header_(header),
         record_(record),
         footer_(footer) {}
+
+  uint64_t offset() const override { return window_.offset(); }
+  // An offset past the header at a record boundary.
+  Status SkipTo(uint64_t offset) override {
+    if (offset == 0) return absl::OkStatus();
+    if (header_read_ || offset < header_ ||
+        (record_ > 0 && (offset - header_) % record_ != 0)) {
+      return errors::InvalidArgument("byte offset ", offset, " of \"", path_,
+                                     "\" is not the start of a record");
+    }
+    RETURN_IF_ERROR(window_.Skip(offset));
+    header_read_ = true;
+    return absl::OkStatus();
+  }
 
   Status Next(tstring* value, bool* end) override {
     if (!header_read_) {
