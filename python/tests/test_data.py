@@ -512,3 +512,64 @@ def test_file_datasets_read_in_parallel_and_from_a_dataset_of_names(tmp_path):
         ["0-0", "1-0", "0-1", "1-1"]
     with pytest.raises(TypeError, match="scalar `tf.string`"):
         tf.data.TFRecordDataset(tf.data.Dataset.range(3))
+
+
+# -- iterator checkpoints (Note [Iterator checkpoints] in runnel/framework/dataset.h)
+
+def test_saver_restores_an_iterator_at_the_same_element(tmp_path):
+    """TF's make_saveable_from_iterator: a checkpoint taken after 3 batches of
+    a seeded shuffle resumes, in a new session, with exactly the batches the
+    first session went on to produce, across a repeat; variables are saved
+    alongside."""
+    dataset = (tf.data.Dataset.range(20).shuffle(8, seed=3).repeat(2)
+               .batch(3))
+    iterator = tf.data.make_initializable_iterator(dataset)
+    nxt = iterator.get_next()
+    v = tf.Variable(5.0, name="v")
+    saveable = tf.data.experimental.make_saveable_from_iterator(iterator)
+    tf.add_to_collection(tf.GraphKeys.SAVEABLE_OBJECTS, saveable)
+    saver = tf.train.Saver()
+    prefix = str(tmp_path / "ckpt")
+    with tf.Session(config=CONFIG) as sess:
+        sess.run([iterator.initializer, v.initializer])
+        head = [sess.run(nxt).tolist() for _ in range(3)]
+        saver.save(sess, prefix)
+        rest = [b.tolist() for b in _drain(sess, nxt)]
+    assert len(head) + len(rest) == 14  # 40 elements in batches of 3.
+    assert sorted(sum(head + rest, [])) == sorted(list(range(20)) * 2)
+    with tf.Session(config=CONFIG) as sess:
+        sess.run([iterator.initializer, v.initializer])
+        sess.run(tf.assign(v, -1.0))
+        saver.restore(sess, prefix)
+        assert sess.run(v) == 5.0
+        assert [b.tolist() for b in _drain(sess, nxt)] == rest
+    # The entry's key is TF's (a restore by that key finds it), and an
+    # explicit var_list takes the saveable too.
+    assert saveable.name == iterator._iterator_resource.name + "_STATE"
+    by_key = tf.train.Saver(var_list={saveable.name: saveable})
+    with tf.Session(config=CONFIG) as sess:
+        sess.run(iterator.initializer)
+        by_key.restore(sess, prefix)
+        assert [b.tolist() for b in _drain(sess, nxt)] == rest
+    saver2 = tf.train.Saver(var_list={"it": saveable})
+    with tf.Session(config=CONFIG) as sess:
+        sess.run(iterator.initializer)
+        saver2.save(sess, str(tmp_path / "only_iterator"))
+        first = sess.run(nxt).tolist()
+        saver2.restore(sess, str(tmp_path / "only_iterator"))
+        assert sess.run(nxt).tolist() == first
+
+
+def test_restoring_an_iterator_from_a_corrupt_checkpoint_is_data_loss(tmp_path):
+    iterator = tf.data.make_initializable_iterator(tf.data.Dataset.range(5))
+    saveable = tf.data.experimental.make_saveable_from_iterator(iterator)
+    bogus = tf.Variable("not an iterator state", name="bogus")
+    prefix = str(tmp_path / "bogus")
+    with tf.Session(config=CONFIG) as sess:
+        sess.run(bogus.initializer)
+        tf.train.Saver(var_list={saveable.name: bogus}).save(sess, prefix)
+        sess.run(iterator.initializer)
+        with pytest.raises(tf.errors.DataLossError):
+            tf.train.Saver(var_list=[saveable]).restore(sess, prefix)
+    with pytest.raises(TypeError):
+        tf.data.experimental.make_saveable_from_iterator("not an iterator")

@@ -493,6 +493,14 @@ class RepeatDataset final : public UnaryDataset {
       return absl::OkStatus();
     }
     Status Save(IteratorStateWriter* w) override {
+      // Between epochs (and before the first), makes the input iterator
+      // the next GetNext would make, so that what its making decides (a
+      // reshuffling ShuffleDataset's epoch) is in the checkpoint; the
+      // restored chain then continues with the same epochs.
+      if (it_ == nullptr && (d_->count_ < 0 || epoch_ < d_->count_)) {
+        ASSIGN_OR_RETURN(it_, d_->input_->MakeIterator());
+        produced_ = false;
+      }
       RETURN_IF_ERROR(w->WriteScalar("epoch", epoch_));
       RETURN_IF_ERROR(w->WriteScalar("produced", produced_ ? 1 : 0));
       RETURN_IF_ERROR(w->WriteScalar("has_input", it_ != nullptr ? 1 : 0));

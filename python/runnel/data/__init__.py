@@ -15,6 +15,7 @@ from runnel.data.iterator_ops import get_output_shapes
 from runnel.data.iterator_ops import get_output_types
 from runnel.data.iterator_ops import make_initializable_iterator
 from runnel.data.iterator_ops import make_one_shot_iterator
+from runnel.data.iterator_ops import make_saveable_from_iterator
 from runnel.data.readers import FixedLengthRecordDataset
 from runnel.data.readers import TFRecordDataset
 from runnel.data.readers import TextLineDataset
@@ -37,5 +38,6 @@ def compat_v1_module():
     experimental = _ns.missing_module("tf.data.experimental", "tf.data.experimental")
     experimental.AUTOTUNE = AUTOTUNE
     experimental.parallel_interleave = dataset_ops.parallel_interleave
+    experimental.make_saveable_from_iterator = make_saveable_from_iterator
     m.experimental = experimental
     return m

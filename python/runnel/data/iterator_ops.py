@@ -151,3 +151,50 @@ def get_output_shapes(dataset_or_iterator):
 
 def get_output_classes(dataset_or_iterator):
     return dataset_or_iterator.output_classes
+
+
+class _IteratorSaveable:
+    """A checkpoint entry holding an iterator's position (TF's
+    tf.data.experimental.make_saveable_from_iterator): saved as the
+    iterator's state (SerializeIterator, then EncodeIteratorState: a string,
+    since checkpoints cannot hold variant tensors) and restored into the
+    iterator (DecodeIteratorState, DeserializeIterator), which must already
+    be initialized over the same dataset (Note [Iterator checkpoints] in
+    runnel/framework/dataset.h). tf.train.Saver takes it in var_list or from
+    the SAVEABLE_OBJECTS collection."""
+
+    _runnel_saveable = True
+
+    def __init__(self, iterator_resource, name, external_state_policy):
+        self.ref = iterator_resource
+        self.name = name
+        self.dtype = dtypes.string
+        self.device = iterator_resource.device
+        self._policy = external_state_policy
+
+    def tensor_to_save(self):
+        state = gen_ops.SerializeIterator(self.ref,
+                                          external_state_policy=self._policy)
+        return gen_ops.EncodeIteratorState(state)
+
+    def restore(self, restored):
+        state = gen_ops.DecodeIteratorState(restored)
+        return [gen_ops.DeserializeIterator(self.ref, state)]
+
+
+_POLICIES = {None: 0, "warn": 0, "ignore": 1, "fail": 2}
+
+
+def make_saveable_from_iterator(iterator, external_state_policy=None):
+    """A saveable for `iterator`'s position, for tf.train.Saver (add it to
+    tf.GraphKeys.SAVEABLE_OBJECTS or pass it in var_list). Its checkpoint key
+    is "<iterator resource tensor>_STATE", as in TF."""
+    if not isinstance(iterator, Iterator):
+        raise TypeError("make_saveable_from_iterator: %r is not a tf.data Iterator"
+                        % (iterator,))
+    if external_state_policy not in _POLICIES:
+        raise ValueError("external_state_policy must be 'warn', 'ignore' or 'fail', "
+                         "not %r" % (external_state_policy,))
+    resource = iterator._iterator_resource
+    return _IteratorSaveable(resource, resource.name + "_STATE",
+                             _POLICIES[external_state_policy])

@@ -194,7 +194,9 @@ def _op_list_to_dict(var_list):
         for name, v in var_list.items():
             if not isinstance(name, str):
                 raise TypeError("Saver: checkpoint keys must be strings: %r" % (name,))
-            if isinstance(v, (list, tuple, variables.PartitionedVariable)):
+            if _is_saveable_object(v):
+                out[name] = v
+            elif isinstance(v, (list, tuple, variables.PartitionedVariable)):
                 out[name] = _slices_of(v, name)
             else:
                 out[name] = _as_ref(v, name)
@@ -205,6 +207,12 @@ def _op_list_to_dict(var_list):
     out = {}
     seen = set()
     for v in var_list:
+        if _is_saveable_object(v):
+            if v.name in out:
+                raise ValueError("At least two variables have the same name: %s"
+                                 % v.name)
+            out[v.name] = v
+            continue
         if isinstance(v, (list, tuple, variables.PartitionedVariable)):
             parts = _slices_of(v)
             name = parts[0]._get_save_slice_info().full_name
@@ -235,7 +243,34 @@ def _op_list_to_dict(var_list):
     return out
 
 
+def _is_saveable_object(value):
+    """True for a saveable that is not a variable (e.g. an iterator's, from
+    tf.data.experimental.make_saveable_from_iterator): it has `name`,
+    `dtype`, `device`, `ref` (a tensor to colocate with), tensor_to_save()
+    and restore(tensor) -> [ops]."""
+    return getattr(value, "_runnel_saveable", False)
+
+
+class _RenamedSaveable:
+    """A saveable object under the key a var_list dict gave it."""
+
+    def __init__(self, name, inner):
+        self.name = name
+        self._inner = inner
+        self.ref = inner.ref
+        self.dtype = inner.dtype
+        self.device = inner.device
+
+    def tensor_to_save(self):
+        return self._inner.tensor_to_save()
+
+    def restore(self, restored):
+        return self._inner.restore(restored)
+
+
 def _make_saveable(name, value):
+    if _is_saveable_object(value):
+        return value if value.name == name else _RenamedSaveable(name, value)
     if isinstance(value, list):
         return _SlicedSaveable(name, value)
     return _Saveable(name, value)
