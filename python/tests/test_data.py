@@ -401,12 +401,20 @@ def test_get_next_before_initializer_is_failed_precondition():
             sess.run(nxt)
 
 
+def test_cache_to_a_file_is_read_by_later_passes_and_other_graphs(tmp_path):
+    path = str(tmp_path / "cache")
+    d = tf.data.Dataset.range(10).shuffle(10).cache(path).repeat(2)
+    values = _ints(d)
+    assert values[:10] == values[10:] and sorted(values[:10]) == list(range(10))
+    with tf.Graph().as_default():
+        # Another input, the same file: the cached order comes back.
+        assert _ints(tf.data.Dataset.range(3).cache(path)) == values[:10]
+
+
 def test_missing_features_raise_missing_feature_error():
     r = tf.data.Dataset.range(3)
     with pytest.raises(MissingFeatureError, match="window"):
         r.window(2)
-    with pytest.raises(MissingFeatureError):
-        r.cache("/tmp/some_cache_file")
     with pytest.raises(MissingFeatureError):
         tf.data.experimental.map_and_batch  # noqa: B018
     with pytest.raises(MissingFeatureError):

@@ -27,9 +27,14 @@
 // [Speculative calls cancel only themselves]).
 //
 // None of these ops is differentiable: datasets are variant handles.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <memory>
@@ -41,9 +46,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "runnel/base/env.h"
 #include "runnel/base/threadpool.h"
 #include "runnel/framework/cancellation.h"
 #include "runnel/framework/dataset.h"
@@ -51,6 +58,7 @@
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/shape_inference.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/io/tensor_bundle.h"
 
 namespace runnel {
 namespace {
@@ -1544,7 +1552,8 @@ REGISTER_KERNEL_BUILDER(Name("ConcatenateDataset").Device(kDeviceCpu),
 REGISTER_NO_GRADIENT("ConcatenateDataset", "datasets are variant handles");
 
 // ---------------------------------------------------------------------------
-// CacheDataset, CacheDatasetV2 (in memory)
+// CacheDataset, CacheDatasetV2 (in memory, or in a file: Note [File
+// caches])
 //
 // The first iterator that reads the whole input publishes what it read;
 // iterators made after that read the cache. An iterator that stops early
@@ -1675,15 +1684,163 @@ class CacheIterator : public IteratorBase {
   bool ended_ = false;
 };
 
+// Note [File caches]
+// With a filename, the first iterator writes every element of the input to
+// a tensor bundle at `filename` (component j of element i under the key
+// "<i: 20 digits>_<j: 5 digits>", the element count under "count"), and
+// finishes it (atomically: Note [Atomic bundles]) only when the input ends;
+// iterators made after that, in this process or another, read the bundle.
+// While one writes, "<filename>.lockfile" exists and a second writer fails
+// with AlreadyExists, as TF's "concurrent caching iterator" does. A writer
+// destroyed before the end abandons its bundle (nothing appears) and
+// removes its lock. A bundle whose entries do not match the dataset's
+// dtypes is InvalidArgument naming the file and the key.
+
+std::string FileCacheKey(int64_t element, size_t component) {
+  return absl::StrFormat("%020d_%05d", element, component);
+}
+
+class FileCacheWriter : public IteratorBase {
+ public:
+  static StatusOr<std::unique_ptr<IteratorBase>> Make(
+      const std::string& filename, std::unique_ptr<IteratorBase> input) {
+    const std::string lock = filename + ".lockfile";
+    const int fd = open(lock.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) {
+      if (errno == EEXIST) {
+        return errors::AlreadyExists(
+            "there appears to be a concurrent caching iterator running: the "
+            "cache lockfile '",
+            lock,
+            "' exists (if no other iterator uses this cache, delete it and "
+            "initialize the iterator again)");
+      }
+      return errors::Unavailable("cannot create the cache lockfile '", lock,
+                                 "': ", std::strerror(errno));
+    }
+    close(fd);
+    auto w = std::unique_ptr<FileCacheWriter>(
+        new FileCacheWriter(filename, lock, std::move(input)));
+    if (!w->writer_->status().ok()) return w->writer_->status();
+    return std::unique_ptr<IteratorBase>(std::move(w));
+  }
+
+  ~FileCacheWriter() override {
+    writer_.reset();  // Abandons an unfinished bundle.
+    unlink(lock_.c_str());
+  }
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    if (done_) {
+      *end = true;
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(input_->GetNext(ctx, out, end));
+    if (*end) {
+      done_ = true;
+      RETURN_IF_ERROR(writer_->Add("count", Tensor::Scalar<int64_t>(count_)));
+      RETURN_IF_ERROR(writer_->Finish());
+      unlink(lock_.c_str());
+      return absl::OkStatus();
+    }
+    for (size_t j = 0; j < out->size(); ++j) {
+      RETURN_IF_ERROR(writer_->Add(FileCacheKey(count_, j), (*out)[j]));
+    }
+    ++count_;
+    return absl::OkStatus();
+  }
+
+ private:
+  FileCacheWriter(const std::string& filename, std::string lock,
+                  std::unique_ptr<IteratorBase> input)
+      : lock_(std::move(lock)),
+        input_(std::move(input)),
+        writer_(std::make_unique<BundleWriter>(filename)) {}
+
+  const std::string lock_;
+  std::unique_ptr<IteratorBase> input_;
+  std::unique_ptr<BundleWriter> writer_;
+  int64_t count_ = 0;
+  bool done_ = false;
+};
+
+class FileCacheReader : public IteratorBase {
+ public:
+  static StatusOr<std::unique_ptr<IteratorBase>> Make(
+      const std::string& filename, const DataTypeVector& dtypes) {
+    auto r =
+        std::unique_ptr<FileCacheReader>(new FileCacheReader(filename, dtypes));
+    RETURN_IF_ERROR(r->reader_.status());
+    Tensor count;
+    RETURN_IF_ERROR(r->reader_.Lookup("count", &count));
+    if (count.dtype() != DT_INT64 || count.dims() != 0 ||
+        count.scalar<int64_t>() < 0) {
+      return errors::InvalidArgument("the cache file '", filename,
+                                     "' has no valid element count");
+    }
+    r->count_ = count.scalar<int64_t>();
+    return std::unique_ptr<IteratorBase>(std::move(r));
+  }
+
+  Status GetNext(IteratorContext* ctx, std::vector<Tensor>* out,
+                 bool* end) override {
+    out->clear();
+    *end = next_ >= count_;
+    if (*end) return absl::OkStatus();
+    for (size_t j = 0; j < dtypes_.size(); ++j) {
+      const std::string key = FileCacheKey(next_, j);
+      Tensor t;
+      RETURN_IF_ERROR(reader_.Lookup(key, &t));
+      if (t.dtype() != dtypes_[j]) {
+        return errors::InvalidArgument(
+            "the cache file '", reader_.prefix(), "' holds ",
+            DataTypeString(t.dtype()), " under '", key,
+            "' where the dataset has ", DataTypeString(dtypes_[j]));
+      }
+      out->push_back(std::move(t));
+    }
+    ++next_;
+    return absl::OkStatus();
+  }
+
+  Status Save(IteratorStateWriter* w) override {
+    return w->WriteScalar("next", next_);
+  }
+  Status Restore(IteratorContext*, IteratorStateReader* r) override {
+    return ReadInt64InRange(r, "next", 0, count_, &next_);
+  }
+
+ private:
+  FileCacheReader(const std::string& filename, DataTypeVector dtypes)
+      : reader_(filename), dtypes_(std::move(dtypes)) {}
+
+  BundleReader reader_;
+  const DataTypeVector dtypes_;
+  int64_t count_ = 0;
+  int64_t next_ = 0;
+};
+
 class CacheDataset : public SpecDataset {
  public:
-  CacheDataset(std::string name, ElementSpec spec, DatasetPtr input)
+  CacheDataset(std::string name, ElementSpec spec, DatasetPtr input,
+               std::string filename)
       : SpecDataset(std::move(name), std::move(spec)),
-        input_(std::move(input)) {}
+        input_(std::move(input)),
+        filename_(std::move(filename)) {}
 
   int64_t Cardinality() const override { return input_->Cardinality(); }
   StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
       const override {
+    if (!filename_.empty()) {  // Note [File caches].
+      if (FileExists(filename_ + ".index")) {
+        return FileCacheReader::Make(filename_, spec_.dtypes);
+      }
+      ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> in,
+                       input_->MakeIterator());
+      return FileCacheWriter::Make(filename_, std::move(in));
+    }
     {
       absl::MutexLock l(&cache_->mu);
       if (cache_->elements != nullptr) {
@@ -1698,6 +1855,7 @@ class CacheDataset : public SpecDataset {
 
  private:
   const DatasetPtr input_;
+  const std::string filename_;  // "": in memory.
   const std::shared_ptr<MemoryCache> cache_ = std::make_shared<MemoryCache>();
 };
 
@@ -1713,15 +1871,15 @@ class CacheDatasetKernel : public DatasetOpKernel {
       return errors::InvalidArgument("filename must be a scalar, got ",
                                      filename.shape().DebugString());
     }
-    if (!filename.scalar<tstring>().empty()) {
-      return errors::Unimplemented(
-          "caching to a file (filename \"",
-          std::string(filename.scalar<tstring>()),
-          "\") is not supported; use filename \"\" for an in-memory cache");
+    if (filename.dtype() != DT_STRING) {
+      return errors::InvalidArgument("filename must be a string, got ",
+                                     DataTypeString(filename.dtype()));
     }
+    const std::string name(filename.scalar<tstring>());
+    if (!name.empty()) RETURN_IF_ERROR(ValidatePath(name));
     RETURN_IF_ERROR(CheckInputDtypes(*input, spec_.dtypes, "input_dataset"));
     return std::make_shared<CacheDataset>(DatasetName(), spec_,
-                                          std::move(input));
+                                          std::move(input), name);
   }
 };
 
@@ -1729,6 +1887,7 @@ REGISTER_OP("CacheDataset")
     .Input("input_dataset: variant")
     .Input("filename: string")
     .Output("handle: variant")
+    .SetDoesIO()
     .Attr("output_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("metadata: string = ''")
@@ -1736,15 +1895,17 @@ REGISTER_OP("CacheDataset")
     .Doc(
         "Creates a dataset that caches elements from `input_dataset`.\n"
         "The first iteration that reaches the end of the input stores its "
-        "elements in memory and later iterations read them from there. "
-        "Only `filename` \"\" (memory) is supported; a file cache is "
-        "Unimplemented.");
+        "elements and later iterations read them from there: in memory for "
+        "`filename` \"\", else in a tensor bundle at `filename`, written "
+        "while `filename`.lockfile exists (a second writer is "
+        "AlreadyExists) and published only when the input ends.");
 
 REGISTER_OP("CacheDatasetV2")
     .Input("input_dataset: variant")
     .Input("filename: string")
     .Input("cache: resource")
     .Output("handle: variant")
+    .SetDoesIO()
     .Attr("output_types: list(type) >= 1")
     .Attr("output_shapes: list(shape) >= 1")
     .Attr("metadata: string = ''")

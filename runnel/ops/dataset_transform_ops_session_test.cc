@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "runnel/base/env.h"
 #include "runnel/framework/dataset.h"
 #include "runnel/graph/define_function.h"
 #include "runnel/io/record_writer.h"
@@ -450,15 +451,76 @@ TEST(DatasetTransformOpsTest, CacheReplaysTheFirstEpoch) {
   EXPECT_EQ(first, second);
 }
 
-TEST(DatasetTransformOpsTest, CacheToAFileIsUnimplemented) {
+// Note [File caches]: the first epoch is written to a tensor bundle and the
+// second, and another graph's iterators over a different input, read it.
+TEST(DatasetTransformOpsTest, CacheToAFileIsWrittenOnceThenRead) {
+  const std::string file = MakeTempDir() + "/cache";
+  std::vector<int64_t> first;
+  {
+    Scope root = Scope::NewRootScope();
+    auto shuffled =
+        ops::ShuffleDataset(root, Range(root, 0, 20), Int(root, 20),
+                            Int(root, 0), Int(root, 0), kInt64, kScalar);
+    auto cached = ops::CacheDataset(root, shuffled, ops::Const(root, file),
+                                    kInt64, kScalar);
+    auto [a, b] = TwoEpochs(root, cached, 20);
+    EXPECT_TRUE(IsPermutationOfIota(a, 20));
+    EXPECT_EQ(a, b);
+    first = a;
+  }
+  EXPECT_TRUE(FileExists(file + ".index"));
+  EXPECT_FALSE(FileExists(file + ".lockfile"));
+  // Another graph with another input: the file answers.
   Scope root = Scope::NewRootScope();
-  auto cached = ops::CacheDataset(
-      root, Range(root, 0, 3), ops::Const(root, "/tmp/cache"), kInt64, kScalar);
-  AddIterator(root, cached);
-  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+  auto cached = ops::CacheDataset(root, Range(root, 100, 103),
+                                  ops::Const(root, file), kInt64, kScalar);
+  EXPECT_EQ(Values(root, cached), first);
+  // A dataset of another dtype over the same file is an error naming it.
+  Scope strings = Scope::NewRootScope();
+  auto names = ops::TensorSliceDataset(
+      strings, {Input(ops::Const(strings, Strings({"a"})))}, kScalar);
+  auto wrong = ops::CacheDataset(strings, names, ops::Const(strings, file),
+                                 {DT_STRING}, kScalar);
+  AddIterator(strings, wrong, {DT_STRING});
+  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(strings));
   std::vector<Tensor> out;
-  EXPECT_EQ(s->Run({}, {}, {"init"}, &out).code(),
-            absl::StatusCode::kUnimplemented);
+  ASSERT_OK(s->Run({}, {}, {"init"}, &out));
+  Status st = s->Run({}, {"next:0"}, {}, &out);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr(file));
+}
+
+TEST(DatasetTransformOpsTest, UnfinishedFileCachesLeaveNothingAndLockWriters) {
+  const std::string file = MakeTempDir() + "/partial";
+  Scope root = Scope::NewRootScope();
+  auto cached = ops::CacheDataset(root, Range(root, 0, 20),
+                                  ops::Const(root, file), kInt64, kScalar);
+  AddIterator(root, cached);
+  // A second iterator over the same cache while the first writes.
+  auto it2 =
+      ops::IteratorV2(root.WithOpName("it2"), "it2", "", kInt64, kScalar);
+  ops::MakeIterator(root.WithOpName("init2"), cached, it2);
+  ASSERT_OK(root.status());
+  {
+    ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+    std::vector<Tensor> out;
+    ASSERT_OK(s->Run({}, {}, {"init"}, &out));
+    for (int i = 0; i < 3; ++i) ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
+    EXPECT_TRUE(FileExists(file + ".lockfile"));
+    Status st = s->Run({}, {}, {"init2"}, &out);
+    EXPECT_EQ(st.code(), absl::StatusCode::kAlreadyExists) << st;
+    EXPECT_THAT(std::string(st.message()), ::testing::HasSubstr("lockfile"));
+  }
+  // The session, and the writer with it, is gone after 3 of 20 elements.
+  EXPECT_FALSE(FileExists(file + ".index"));
+  EXPECT_FALSE(FileExists(file + ".lockfile"));
+  // So the next one writes it, whole.
+  Scope again = Scope::NewRootScope();
+  auto whole = ops::CacheDataset(again, Range(again, 0, 20),
+                                 ops::Const(again, file), kInt64, kScalar);
+  EXPECT_EQ(Values(again, whole).size(), 20u);
+  EXPECT_TRUE(FileExists(file + ".index"));
+  EXPECT_FALSE(FileExists(file + ".lockfile"));
 }
 
 // ---------------------------------------------------------------------------

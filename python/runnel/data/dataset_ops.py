@@ -256,9 +256,9 @@ class DatasetV1(StructuredElements):
             self._structure)
 
     def cache(self, filename=""):
-        if isinstance(filename, str) and filename:
-            raise _missing("Dataset.cache(filename=%r): caching to files (only the "
-                           "in-memory cache, filename=\"\", is)" % filename)
+        """In memory for filename "", else in a tensor bundle at `filename`
+        written by the first full pass (Note [File caches] in
+        runnel/ops/dataset_transform_ops.cc)."""
         filename = ops.convert_to_tensor(filename, dtype=dtypes.string, name="filename")
         return DatasetV1(gen_ops.CacheDataset(self._variant_tensor, filename,
                                                **self._common()), self._structure)
