@@ -93,7 +93,8 @@ void SummarizeV2Dim(const Tensor& t, int d, int64_t offset,
                     const std::vector<int64_t>& block, int64_t summarize,
                     std::string* out) {
   const int64_t size = t.dim_size(d);
-  const bool cut = summarize >= 0 && size > 2 * summarize;
+  // size > 2 * summarize, without overflowing for a huge summarize.
+  const bool cut = summarize >= 0 && summarize <= (size - 1) / 2;
   const bool last = d == t.dims() - 1;
   const std::string sep =
       last ? " " : absl::StrCat("\n", std::string(d + 1, ' '));

@@ -107,7 +107,7 @@ TEST(PrintV2Test, FilesAndNonScalarsAreRefused) {
 }
 
 std::string Format(const std::string& tmpl, std::vector<Tensor> inputs,
-                   int summarize = 3) {
+                   int64_t summarize = 3) {
   OpTestCase t("StringFormat");
   std::vector<DataType> types;
   for (const Tensor& x : inputs) types.push_back(x.dtype());
@@ -140,6 +140,16 @@ TEST(StringFormatTest, NumpyLikeSummaries) {
       Format("%s", {Tensor::FromVector<int32_t>(rows, TensorShape({8, 1}))}, 2),
       "[[0]\n [1]\n ...\n [6]\n [7]]");
   EXPECT_EQ(Format("no placeholders", {}), "no placeholders");
+  // A summarize past any size shows everything (2 * summarize overflowed:
+  // found by the kernel fuzzer).
+  EXPECT_EQ(Format("%s", {Tensor::FromVector<int32_t>(ten)},
+                   std::numeric_limits<int64_t>::max()),
+            "[1 2 3 4 5 6 7 8 9 10]");
+  // Exactly 2 * summarize elements are not cut; one more is.
+  EXPECT_EQ(Format("%s", {Tensor::FromVector<int32_t>({1, 2, 3, 4})}, 2),
+            "[1 2 3 4]");
+  EXPECT_EQ(Format("%s", {Tensor::FromVector<int32_t>({1, 2, 3, 4, 5})}, 2),
+            "[1 2 ... 4 5]");
 }
 
 TEST(StringFormatTest, PlaceholdersMustMatchInputs) {

@@ -747,7 +747,6 @@ class BroadcastToKernel : public OpKernel {
             "Rank of input (", input.dims(),
             ") must be no greater than rank of output shape (", r, ")."));
     TensorShape in_shape;  // input's shape with leading 1s, rank r.
-    std::vector<DimMap> maps(r);
     for (int d = 0; d < r; ++d) {
       const int64_t a = d < lead ? 1 : input.dim_size(d - lead);
       const int64_t b = shape->dim_size(d);
@@ -756,7 +755,6 @@ class BroadcastToKernel : public OpKernel {
                       "Incompatible shapes: ", input.shape().DebugString(),
                       " vs. ", shape->DebugString()));
       in_shape.AddDim(a);
-      for (int64_t i = 0; i < b; ++i) maps[d].push_back(a == 1 ? 0 : i);
     }
     if (*shape == input.shape()) {
       ctx->set_output(0, input);
@@ -764,7 +762,16 @@ class BroadcastToKernel : public OpKernel {
     }
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    // Only now are the per-dimension maps bounded by the output's size: an
+    // empty [2^40, 0] output must not size a 2^40-entry map.
     if (shape->num_elements() == 0) return;
+    std::vector<DimMap> maps(r);
+    for (int d = 0; d < r; ++d) {
+      const bool one = in_shape.dim_size(d) == 1;
+      for (int64_t i = 0; i < shape->dim_size(d); ++i) {
+        maps[d].push_back(one ? 0 : i);
+      }
+    }
     GatherByMaps<W>(ctx, InData<W>(input), in_shape, maps, W{},
                     OutData<W>(out));
   }

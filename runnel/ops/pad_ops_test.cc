@@ -187,6 +187,15 @@ TEST(BroadcastToTest, Shapes) {
       .Input(Floats({1, 2, 3}, {3}))
       .Input(Ints({2, 2}, {2}));
   ExpectError(bad.RunKernelOnly(), "Incompatible shapes");
+  // An empty output with a huge dimension is empty at once (it sized a
+  // 2^40-entry index map first: found by the kernel fuzzer).
+  OpTestCase empty("BroadcastTo", "b");
+  empty.Attr("T", DT_FLOAT)
+      .Attr("Tidx", DT_INT64)
+      .Input(Floats({1}, {1, 1}))
+      .Input(Ints<int64_t>({int64_t{1} << 40, 0}, {2}));
+  ASSERT_OK(empty.Run());
+  EXPECT_EQ(empty.output(0).shape(), TensorShape({int64_t{1} << 40, 0}));
 }
 
 }  // namespace
