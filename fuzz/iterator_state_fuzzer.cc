@@ -5,40 +5,23 @@
 // entries.
 //
 // Input: byte 0 is a mode; the rest are the encoded state. With mode bit 0
-// set, the harness replaces the last 8 bytes by the state's FNV-1a
-// checksum (64-bit, little-endian) first, so mutations get past the
+// set, the harness replaces the last 8 bytes by the state's checksum
+// (IteratorState::AppendChecksum) first, so mutations get past the
 // checksum to the parser behind it.
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <string_view>
 
 #include "runnel/base/logging.h"
 #include "runnel/framework/dataset.h"
-
-namespace {
-
-uint64_t Fnv1a(std::string_view bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
-}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using runnel::IteratorState;
   if (size == 0) return 0;
   std::string bytes(reinterpret_cast<const char*>(data) + 1, size - 1);
   if ((data[0] & 1) != 0 && bytes.size() >= 8) {
-    const uint64_t h =
-        Fnv1a(std::string_view(bytes).substr(0, bytes.size() - 8));
-    for (int i = 0; i < 8; ++i) {
-      bytes[bytes.size() - 8 + i] = static_cast<char>(h >> (8 * i));
-    }
+    bytes.resize(bytes.size() - 8);
+    IteratorState::AppendChecksum(&bytes);
   }
   auto state = IteratorState::Decode(bytes);
   if (!state.ok()) {

@@ -626,8 +626,12 @@ std::string IteratorState::Encode() const {
       out.append(e.s);
     }
   }
-  PutFixed(&out, Fnv1a(out), 8);
+  AppendChecksum(&out);
   return out;
+}
+
+void IteratorState::AppendChecksum(std::string* body) {
+  PutFixed(body, Fnv1a(*body), 8);
 }
 
 StatusOr<std::shared_ptr<IteratorState>> IteratorState::Decode(

@@ -267,6 +267,10 @@ class IteratorState final : public VariantValue,
 
   size_t size() const { return entries_.size(); }
   std::string Encode() const;
+  // Appends the checksum Decode expects to `body` (an encoding without its
+  // last 8 bytes): for tests and fuzzers that edit encoded states and must
+  // get past the checksum to the parser.
+  static void AppendChecksum(std::string* body);
   static StatusOr<std::shared_ptr<IteratorState>> Decode(
       std::string_view bytes);
 

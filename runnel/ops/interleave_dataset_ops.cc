@@ -34,6 +34,20 @@
 // prefetch_input_elements is validated but opening datasets ahead is not
 // done.
 //
+// Note [Interleave checkpoints]
+// All four ops save and restore their iterators (Note [Iterator
+// checkpoints], framework/dataset.h): the cursor (slot, position in the
+// block, input elements pulled, input ended), the input iterator and, for
+// each open slot, the input element f was run on, the slot's iterator and,
+// for the parallel ops, the results it read ahead (errors included, with
+// SaveStatus). Reads end before GetNext returns, so Save never waits for a
+// worker. Restore runs f again on each saved input element (so f must be
+// deterministic, as for FlatMapDataset) and restores the slot's iterator
+// into an iterator over the dataset f returns; every saved number is
+// checked against the dataset, so a corrupt state is InvalidArgument
+// naming the dataset and the key. A dataset f returns that cannot be
+// checkpointed makes Save Unimplemented, naming that dataset.
+//
 // Errors name the dataset op and the input element:
 //   InterleaveDataset 'il': function 'f' failed on element 3: ...
 // None of these ops is differentiable: datasets are variant handles.
@@ -42,6 +56,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -65,6 +80,7 @@ namespace {
 constexpr int64_t kMaxCycleLength = 1 << 16;
 constexpr int64_t kMaxParallelCalls = 64;
 constexpr int64_t kMaxBufferOutputElements = 1 << 16;
+constexpr int64_t kMaxIndex = std::numeric_limits<int64_t>::max();
 
 // What -1 (autotune) means for cycle_length: TF's port::MaxParallelism(),
 // the CPUs this process may be scheduled on.
@@ -151,6 +167,49 @@ class InterleaveIterator : public IteratorBase {
     return absl::OkStatus();
   }
 
+  // Note [Interleave checkpoints]. Open slots are saved in slot order as
+  // "open/0", "open/1", ... (their number is "num_open").
+  Status Save(IteratorStateWriter* w) override {
+    RETURN_IF_ERROR(w->WriteScalar("cycle_index", cycle_index_));
+    RETURN_IF_ERROR(w->WriteScalar("block_index", block_index_));
+    RETURN_IF_ERROR(w->WriteScalar("next_index", next_index_));
+    RETURN_IF_ERROR(w->WriteScalar("input_ended", input_ended_ ? 1 : 0));
+    RETURN_IF_ERROR(w->WriteScalar("num_open", num_open_));
+    int64_t j = 0;
+    for (int64_t k = 0; k < p_->cycle_length; ++k) {
+      const Slot& slot = slots_[k];
+      if (slot.it == nullptr) continue;
+      const std::string key = absl::StrCat("open/", j++);
+      RETURN_IF_ERROR(w->WriteScalar(absl::StrCat(key, "/slot"), k));
+      RETURN_IF_ERROR(w->WriteScalar(absl::StrCat(key, "/index"), slot.index));
+      RETURN_IF_ERROR(SaveElement(w, absl::StrCat(key, "/input"), slot.input));
+      RETURN_IF_ERROR(SaveIterator(w, absl::StrCat(key, "/it"), slot.it.get()));
+      if (p_->num_parallel_calls == 0) continue;
+      RETURN_IF_ERROR(
+          w->WriteScalar(absl::StrCat(key, "/ended"), slot.ended ? 1 : 0));
+      RETURN_IF_ERROR(w->WriteScalar(absl::StrCat(key, "/buffer_size"),
+                                     static_cast<int64_t>(slot.buffer.size())));
+      for (size_t b = 0; b < slot.buffer.size(); ++b) {
+        const std::string bkey = absl::StrCat(key, "/buffer/", b);
+        const Result& result = slot.buffer[b];
+        RETURN_IF_ERROR(
+            SaveStatus(w, absl::StrCat(bkey, "/status"), result.status));
+        if (result.status.ok()) {
+          RETURN_IF_ERROR(
+              SaveElement(w, absl::StrCat(bkey, "/element"), result.element));
+        }
+      }
+    }
+    return SaveIterator(w, "input", input_.get());
+  }
+
+  Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
+    Status s = RestoreState(ctx, r);
+    if (s.ok()) return s;
+    return errors::Prefix(
+        s, absl::StrCat(p_->dataset_name, ": cannot restore the iterator: "));
+  }
+
  private:
   struct Result {
     Status status;
@@ -159,7 +218,8 @@ class InterleaveIterator : public IteratorBase {
   struct Slot {
     DatasetPtr dataset;  // Outlives `it` (declared first).
     std::unique_ptr<IteratorBase> it;
-    int64_t index = -1;  // Of the input element f made `dataset` from.
+    int64_t index = -1;         // Of the input element f made `dataset` from.
+    std::vector<Tensor> input;  // That element (saved in checkpoints).
     // Parallel reading only: elements read ahead, and whether `it` ended.
     std::deque<Result> buffer;
     bool ended = false;
@@ -181,8 +241,16 @@ class InterleaveIterator : public IteratorBase {
       return absl::OkStatus();
     }
     const int64_t index = next_index_++;
+    RETURN_IF_ERROR(StartSlot(ctx, index, std::move(in), slot));
+    ++num_open_;
+    return absl::OkStatus();
+  }
+
+  // Runs f on input element `index` (`in`) and opens its dataset in `slot`.
+  Status StartSlot(IteratorContext* ctx, int64_t index, std::vector<Tensor> in,
+                   Slot* slot) {
     std::vector<Tensor> rets;
-    Status s = p_->fn->Run(ctx, std::move(in), &rets);
+    Status s = p_->fn->Run(ctx, in, &rets);
     if (!s.ok()) {
       return errors::Prefix(
           s, absl::StrCat(p_->dataset_name, ": function '", p_->fn->name(),
@@ -195,7 +263,67 @@ class InterleaveIterator : public IteratorBase {
     slot->dataset = std::move(ds);
     slot->it = std::move(it);
     slot->index = index;
-    ++num_open_;
+    slot->input = std::move(in);
+    return absl::OkStatus();
+  }
+
+  // Note [Interleave checkpoints]. Every value is checked against the
+  // dataset (slot positions, counters, buffer sizes), so a corrupt state
+  // is InvalidArgument, never a crash.
+  Status RestoreState(IteratorContext* ctx, IteratorStateReader* r) {
+    for (Slot& slot : slots_) {
+      slot.it.reset();  // Before its dataset.
+      slot = Slot();
+    }
+    num_open_ = 0;
+    int64_t ended = 0, num_open = 0;
+    RETURN_IF_ERROR(ReadInt64InRange(r, "cycle_index", 0, p_->cycle_length - 1,
+                                     &cycle_index_));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "block_index", 0, p_->block_length - 1,
+                                     &block_index_));
+    RETURN_IF_ERROR(
+        ReadInt64InRange(r, "next_index", 0, kMaxIndex, &next_index_));
+    RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
+    input_ended_ = ended == 1;
+    RETURN_IF_ERROR(ReadInt64InRange(
+        r, "num_open", 0, std::min(p_->cycle_length, next_index_), &num_open));
+    RETURN_IF_ERROR(RestoreIterator(ctx, r, "input", input_.get()));
+    int64_t next_slot = 0;  // Slots are saved in increasing order.
+    for (int64_t j = 0; j < num_open; ++j) {
+      const std::string key = absl::StrCat("open/", j);
+      int64_t k = 0, index = 0;
+      RETURN_IF_ERROR(ReadInt64InRange(r, absl::StrCat(key, "/slot"), next_slot,
+                                       p_->cycle_length - 1, &k));
+      next_slot = k + 1;
+      RETURN_IF_ERROR(ReadInt64InRange(r, absl::StrCat(key, "/index"), 0,
+                                       next_index_ - 1, &index));
+      std::vector<Tensor> in;
+      RETURN_IF_ERROR(RestoreElement(r, absl::StrCat(key, "/input"),
+                                     *input_->dataset(), &in));
+      Slot& slot = slots_[k];
+      RETURN_IF_ERROR(StartSlot(ctx, index, std::move(in), &slot));
+      ++num_open_;
+      RETURN_IF_ERROR(
+          RestoreIterator(ctx, r, absl::StrCat(key, "/it"), slot.it.get()));
+      if (p_->num_parallel_calls == 0) continue;
+      int64_t slot_ended = 0, n = 0;
+      RETURN_IF_ERROR(
+          ReadInt64InRange(r, absl::StrCat(key, "/ended"), 0, 1, &slot_ended));
+      slot.ended = slot_ended == 1;
+      RETURN_IF_ERROR(ReadInt64InRange(r, absl::StrCat(key, "/buffer_size"), 0,
+                                       p_->buffer_output_elements, &n));
+      for (int64_t b = 0; b < n; ++b) {
+        const std::string bkey = absl::StrCat(key, "/buffer/", b);
+        Result result;
+        RETURN_IF_ERROR(
+            RestoreStatus(r, absl::StrCat(bkey, "/status"), &result.status));
+        if (result.status.ok()) {
+          RETURN_IF_ERROR(RestoreElement(r, absl::StrCat(bkey, "/element"),
+                                         *dataset(), &result.element));
+        }
+        slot.buffer.push_back(std::move(result));
+      }
+    }
     return absl::OkStatus();
   }
 

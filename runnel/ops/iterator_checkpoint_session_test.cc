@@ -455,24 +455,46 @@ TEST(IteratorCheckpointTest, FlatMapRerunsItsFunctionOnTheCurrentElement) {
   ExpectResumes(p, 6, 15);  // At the end of f(3)'s dataset.
 }
 
+// A dataset whose iterator keeps IteratorBase's Save and Restore.
+class NoCheckpointDataset : public DatasetBase {
+ public:
+  std::string DebugString() const override { return "NoCheckpointDataset"; }
+  const DataTypeVector& output_dtypes() const override { return dtypes_; }
+  const std::vector<PartialTensorShape>& output_shapes() const override {
+    return kScalar;
+  }
+
+ protected:
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIteratorInternal()
+      const override {
+    return std::unique_ptr<IteratorBase>(std::make_unique<Iterator>());
+  }
+
+ private:
+  class Iterator : public IteratorBase {
+   public:
+    Status GetNext(IteratorContext*, std::vector<Tensor>* out,
+                   bool* end) override {
+      out->clear();
+      *end = true;
+      return absl::OkStatus();
+    }
+  };
+  const DataTypeVector dtypes_ = {DT_INT64};
+};
+
 TEST(IteratorCheckpointTest, UnsupportedDatasetIsUnimplementedNamingIt) {
-  Pipeline p{[](const Scope& s) {
-    auto il =
-        ops::InterleaveDataset(s.WithOpName("il"), Range(s, 1, 4), {},
-                               Int(s, 2), Int(s, 1), UpTo(s), kInt64, kScalar);
-    return ops::TakeDataset(s, il, Int(s, 5), kInt64, kScalar);
-  }};
-  auto s = MakeSession(p);
-  ASSERT_OK(s.status());
-  ASSERT_OK(Init(s->get()));
-  ASSERT_EQ(Pull(s->get(), 1, 2).size(), 2u);
-  Status st = SaveBytes(s->get()).status();
+  NoCheckpointDataset ds;
+  auto it = ds.MakeIterator();
+  ASSERT_OK(it.status());
+  IteratorState state;
+  Status st = SaveIterator(&state, "input", it->get());
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
   EXPECT_THAT(std::string(st.message()),
-              HasSubstr("InterleaveDataset 'il' does not support "
-                        "checkpointing"));
-  // The iterator is not disturbed.
-  EXPECT_EQ(Drain(s->get(), 1).size(), 3u);
+              HasSubstr("NoCheckpointDataset does not support checkpointing"));
+  st = (*it)->Restore(nullptr, &state);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("NoCheckpointDataset"));
 }
 
 TEST(IteratorCheckpointTest, SerializingAnUninitializedIteratorFails) {
@@ -602,26 +624,16 @@ TEST(IteratorStateEncodingTest, TruncatedOrCorruptBytesAreDataLoss) {
   EXPECT_THAT(std::string(st.message()), HasSubstr("DecodeIteratorState"));
 }
 
-uint64_t Fnv1a(std::string_view b) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : b) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 // Mutations with a valid checksum reach the parser: they must not crash,
 // and what decodes must not crash a restore either.
-TEST(IteratorStateEncodingTest, MutatedBytesWithAValidChecksumNeverCrash) {
-  auto bytes = ShuffleStateBytes();
-  ASSERT_OK(bytes.status());
-  auto s = MakeSession(ShuffleRepeat(true));
+// `bytes` were saved from pipeline `p`.
+void ExpectMutationsNeverCrash(const Pipeline& p, const std::string& bytes) {
+  auto s = MakeSession(p);
   ASSERT_OK(s.status());
   std::mt19937 rng(11);
   int decoded = 0;
   for (int i = 0; i < 400; ++i) {
-    std::string b = bytes->substr(0, bytes->size() - 8);
+    std::string b = bytes.substr(0, bytes.size() - 8);
     const int edits = 1 + rng() % 3;
     for (int e = 0; e < edits; ++e) {
       const size_t at = 8 + rng() % (b.size() - 8);
@@ -636,8 +648,7 @@ TEST(IteratorStateEncodingTest, MutatedBytesWithAValidChecksumNeverCrash) {
           b.insert(at, std::string(1 + rng() % 8, static_cast<char>(rng())));
       }
     }
-    const uint64_t h = Fnv1a(b);
-    for (int k = 0; k < 8; ++k) b.push_back(static_cast<char>(h >> (8 * k)));
+    IteratorState::AppendChecksum(&b);
     auto d = IteratorState::Decode(b);
     if (!d.ok()) {
       EXPECT_EQ(d.status().code(), absl::StatusCode::kDataLoss);
@@ -648,6 +659,215 @@ TEST(IteratorStateEncodingTest, MutatedBytesWithAValidChecksumNeverCrash) {
     (void)RestoreBytes(s->get(), b);  // Any status; no crash.
   }
   SUCCEED() << decoded << " mutations decoded";
+}
+
+TEST(IteratorStateEncodingTest, MutatedBytesWithAValidChecksumNeverCrash) {
+  auto bytes = ShuffleStateBytes();
+  ASSERT_OK(bytes.status());
+  ExpectMutationsNeverCrash(ShuffleRepeat(true), *bytes);
+}
+
+// ---------------------------------------------------------------------------
+// Interleave (Note [Interleave checkpoints], interleave_dataset_ops.cc)
+
+enum class Il { kInterleave, kV2, kV4 };
+
+// f interleaved over `input` as node "il"; the parallel ones read with
+// cycle_length threads, V4 up to `buffer` elements ahead.
+Output Interleave(const Scope& s, Il v, Output input, NameAttrList f,
+                  int64_t cycle, int64_t block, int64_t buffer = 1,
+                  const std::vector<DataType>& types = kInt64) {
+  const Scope n = s.WithOpName("il");
+  switch (v) {
+    case Il::kInterleave:
+      return ops::InterleaveDataset(n, input, {}, Int(s, cycle), Int(s, block),
+                                    f, types, kScalar);
+    case Il::kV2:
+      return ops::ParallelInterleaveDatasetV2(n, input, {}, Int(s, cycle),
+                                              Int(s, block), Int(s, cycle), f,
+                                              types, kScalar);
+    case Il::kV4:
+      return ops::ParallelInterleaveDatasetV4(
+          n, input, {}, Int(s, cycle), Int(s, block), Int(s, buffer),
+          Int(s, -1), Int(s, cycle), f, types, kScalar,
+          ops::ParallelInterleaveDatasetV4::Deterministic("false"));
+  }
+  return Output();
+}
+
+// range(1, 6) interleaved through f(x) = range(0, x): 15 elements, with
+// datasets of different lengths ending mid-block.
+Pipeline InterleaveUpTo(Il v, int64_t cycle, int64_t block,
+                        int64_t buffer = 1) {
+  return {[=](const Scope& s) {
+    return Interleave(s, v, Range(s, 1, 6), UpTo(s), cycle, block, buffer);
+  }};
+}
+
+void ExpectInterleaveResumes(Il v, int64_t buffer) {
+  for (int64_t cycle = 1; cycle <= 3; ++cycle) {
+    for (int64_t block = 1; block <= 2; ++block) {
+      for (int64_t k : {0, 1, 2, 3, 5, 7, 10, 13, 14, 15}) {
+        SCOPED_TRACE(absl::StrCat("cycle ", cycle, " block ", block, " buffer ",
+                                  buffer, " k ", k));
+        ExpectResumes(InterleaveUpTo(v, cycle, block, buffer), k, 15);
+      }
+    }
+  }
+}
+
+TEST(IteratorCheckpointTest, InterleaveResumesAtEveryCyclePosition) {
+  ExpectInterleaveResumes(Il::kInterleave, 1);
+}
+
+TEST(IteratorCheckpointTest, ParallelInterleaveV4KeepsItsReadAheadResults) {
+  ExpectInterleaveResumes(Il::kV4, 1);
+  ExpectInterleaveResumes(Il::kV4, 3);
+}
+
+TEST(IteratorCheckpointTest, ParallelInterleaveV2) {
+  ExpectInterleaveResumes(Il::kV2, 1);
+}
+
+// Interleave (`v`) over TFRecordDatasets of `files`, cycle and block 2,
+// V4's buffer_output_elements `buffer`.
+Pipeline InterleaveRecords(Il v, const std::vector<std::string>& files,
+                           int buffer) {
+  return Pipeline{
+      [files, v, buffer](const Scope& s) {
+        NameAttrList records =
+            Fn(s, "Records", {{"path", DT_STRING}},
+               [](const Scope& f, const Outputs& a) -> StatusOr<Outputs> {
+                 return Outputs{ops::TFRecordDataset(f, a[0], ops::Const(f, ""),
+                                                     Int(f, 0))};
+               });
+        auto names = ops::TensorSliceDataset(s, {ops::Const(s, Strings(files))},
+                                             kScalar);
+        return Interleave(s, v, names, records, 2, 2, buffer, {DT_STRING});
+      },
+      {DT_STRING},
+      kScalar};
+}
+
+TEST(IteratorCheckpointTest, InterleaveOfTFRecordFiles) {
+  const std::string dir = MakeTempDir();
+  const std::vector<std::string> files = {
+      dir + "/a.tfrecord", dir + "/b.tfrecord", dir + "/c.tfrecord"};
+  WriteRecords(files[0], 0, 5);
+  WriteRecords(files[1], 100, 3);
+  WriteRecords(files[2], 200, 4);
+  for (Il v : {Il::kInterleave, Il::kV4}) {
+    const Pipeline p = InterleaveRecords(v, files, 3);
+    for (int64_t k : {0, 3, 6, 9, 12}) {
+      SCOPED_TRACE(absl::StrCat("k ", k));
+      ExpectResumes(p, k, 12);
+    }
+  }
+}
+
+// Up to n results of "next": each element, or the error.
+std::vector<std::string> Trace(Session* s, int n) {
+  std::vector<std::string> got;
+  for (int i = 0; i < n; ++i) {
+    Element e;
+    bool end = false;
+    Status st = Next(s, 1, &e, &end);
+    if (end) break;
+    got.push_back(st.ok() ? e[0] : st.ToString());
+  }
+  return got;
+}
+
+TEST(IteratorCheckpointTest, InterleaveKeepsAReadAheadError) {
+  // b.tfrecord ends in a truncated record: its reader fails there. V4
+  // reads the error ahead with b's three records (buffer 4).
+  const std::string dir = MakeTempDir();
+  const std::vector<std::string> files = {dir + "/a.tfrecord",
+                                          dir + "/b.tfrecord"};
+  WriteRecords(files[0], 0, 5);
+  WriteRecords(files[1], 100, 3);
+  {
+    std::ofstream f(files[1], std::ios::binary | std::ios::app);
+    f << "trunc";
+  }
+  for (Il v : {Il::kInterleave, Il::kV4}) {
+    const Pipeline p = InterleaveRecords(v, files, 4);
+    for (int k : {0, 2, 4, 6, 7, 8, 9}) {
+      SCOPED_TRACE(absl::StrCat("k ", k));
+      auto first = MakeSession(p);
+      ASSERT_OK(first.status());
+      ASSERT_OK(Init(first->get()));
+      ASSERT_EQ(Trace(first->get(), k).size(), static_cast<size_t>(k));
+      auto bytes = SaveBytes(first->get());
+      ASSERT_OK(bytes.status());
+      // a0 a1 b0 b1 a2 a3 b2 <error> a4 (b's reader ends after its error).
+      const std::vector<std::string> reference = Trace(first->get(), 20);
+      ASSERT_EQ(reference.size(), static_cast<size_t>(9 - k))
+          << testing::PrintToString(reference);
+      if (k <= 7) {
+        EXPECT_THAT(reference[7 - k], HasSubstr("truncated record"));
+      }
+      auto second = MakeSession(p);
+      ASSERT_OK(second.status());
+      ASSERT_OK(Init(second->get()));
+      ASSERT_OK(RestoreBytes(second->get(), *bytes));
+      EXPECT_EQ(Trace(second->get(), 20), reference);
+    }
+  }
+}
+
+// `bytes` (Note [Iterator state encoding]) with the int64 under the key
+// ending in `suffix` set to `value`, and the checksum redone.
+std::string WithInt(std::string b, const std::string& suffix, int64_t value) {
+  b.resize(b.size() - 8);
+  const size_t at = b.find(suffix + std::string(1, '\x01'));
+  EXPECT_NE(at, std::string::npos) << suffix;
+  if (at == std::string::npos) return b;
+  for (int k = 0; k < 8; ++k) {
+    b[at + suffix.size() + 1 + k] = static_cast<char>(value >> (8 * k));
+  }
+  IteratorState::AppendChecksum(&b);
+  return b;
+}
+
+TEST(IteratorCheckpointTest, ACorruptInterleaveStateIsInvalidArgument) {
+  for (Il v : {Il::kInterleave, Il::kV4}) {
+    const Pipeline p = InterleaveUpTo(v, 2, 2, 2);
+    auto s = MakeSession(p);
+    ASSERT_OK(s.status());
+    ASSERT_OK(Init(s->get()));
+    ASSERT_EQ(Pull(s->get(), 1, 4).size(), 4u);
+    auto bytes = SaveBytes(s->get());
+    ASSERT_OK(bytes.status());
+    const std::vector<std::pair<std::string, int64_t>> edits = {
+        {"/open/0/slot", 2},   {"/open/0/slot", -1}, {"/open/1/slot", 0},
+        {"/cycle_index", 2},   {"/block_index", 2},  {"/num_open", 3},
+        {"/open/0/index", 99}, {"/next_index", -4},
+    };
+    for (const auto& [key, value] : edits) {
+      SCOPED_TRACE(absl::StrCat(key, " = ", value));
+      ASSERT_OK(Init(s->get()));
+      Status st = RestoreBytes(s->get(), WithInt(*bytes, key, value));
+      EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+      EXPECT_THAT(std::string(st.message()),
+                  HasSubstr(" 'il': cannot restore the iterator"));
+    }
+    if (v == Il::kV4) {
+      for (const auto& [key, value] :
+           std::vector<std::pair<std::string, int64_t>>{
+               {"/open/0/buffer_size", 3}, {"/open/0/ended", 2}}) {
+        SCOPED_TRACE(key);
+        ASSERT_OK(Init(s->get()));
+        Status st = RestoreBytes(s->get(), WithInt(*bytes, key, value));
+        EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+      }
+    }
+    // The intact state still restores.
+    ASSERT_OK(Init(s->get()));
+    ASSERT_OK(RestoreBytes(s->get(), *bytes));
+    EXPECT_EQ(Drain(s->get(), 1).size(), 11u);
+    ExpectMutationsNeverCrash(p, *bytes);
+  }
 }
 
 }  // namespace

@@ -791,14 +791,17 @@ REGISTER_OP("DeserializeIterator")
         "DecodeIteratorState). A state saved from another dataset is "
         "InvalidArgument, and the iterator is left as it was.");
 
+// One scalar in, one scalar out.
+Status ScalarToScalar(InferenceContext* c) {
+  PartialTensorShape unused;
+  RETURN_IF_ERROR(c->WithRank(0, 0, &unused));
+  return shape_fns::ScalarShape(c);
+}
+
 REGISTER_OP("EncodeIteratorState")
     .Input("serialized: variant")
     .Output("encoded: string")
-    .SetShapeFn([](InferenceContext* c) {
-      PartialTensorShape unused;
-      RETURN_IF_ERROR(c->WithRank(0, 0, &unused));
-      return shape_fns::ScalarShape(c);
-    })
+    .SetShapeFn(ScalarToScalar)
     .Doc(
         "Runnel: the iterator state `serialized` (from SerializeIterator) as "
         "bytes, a scalar string a checkpoint can hold.");
@@ -806,11 +809,7 @@ REGISTER_OP("EncodeIteratorState")
 REGISTER_OP("DecodeIteratorState")
     .Input("encoded: string")
     .Output("serialized: variant")
-    .SetShapeFn([](InferenceContext* c) {
-      PartialTensorShape unused;
-      RETURN_IF_ERROR(c->WithRank(0, 0, &unused));
-      return shape_fns::ScalarShape(c);
-    })
+    .SetShapeFn(ScalarToScalar)
     .Doc(
         "Runnel: the iterator state encoded by EncodeIteratorState, for "
         "DeserializeIterator. Corrupt or truncated bytes are DataLoss.");
