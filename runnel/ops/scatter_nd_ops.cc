@@ -92,7 +92,13 @@ Status SliceOffsets(const Tensor& indices, const TensorShape& shape,
                     const NdLayout& l, absl::string_view shape_name,
                     std::vector<int64_t>* offsets) {
   const Index* idx = indices.data<Index>();
-  offsets->resize(static_cast<size_t>(l.rows));
+  // Empty slices move nothing: no offsets are kept (the callers' loops then
+  // do nothing), and with ix == 0 there is no index to check either, while
+  // `rows` may be huge (indices of shape [2^40, 0]).
+  const bool keep = l.slice > 0;
+  offsets->clear();
+  if (!keep && l.ix == 0) return absl::OkStatus();
+  if (keep) offsets->resize(static_cast<size_t>(l.rows));
   for (int64_t r = 0; r < l.rows; ++r) {
     const Index* row = idx + r * l.ix;
     int64_t off = 0;
@@ -106,7 +112,7 @@ Status SliceOffsets(const Tensor& indices, const TensorShape& shape,
       }
       off = off * limit + v;
     }
-    (*offsets)[r] = off;
+    if (keep) (*offsets)[r] = off;
   }
   return absl::OkStatus();
 }
@@ -226,11 +232,12 @@ class GatherNdKernel : public OpKernel {
                     "Requested more than 0 entries, but params is empty.  "
                     "Params shape: ",
                     params.shape().DebugString()));
+    // The output first: it bounds the offsets below (one per row).
+    Tensor* out;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     std::vector<int64_t> offsets;
     OP_REQUIRES_OK(ctx, SliceOffsets<Index>(indices, params.shape(), l,
                                             "param shape", &offsets));
-    Tensor* out;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     if (out_shape.num_elements() == 0) return;
     const W* src = InData<W>(params);
     W* dst = OutData<W>(out);

@@ -55,6 +55,19 @@ TEST(GatherNdTest, ElementsAndSlices) {
   }
 }
 
+// Found by the kernel fuzzer: indices of shape [2^40, 0] over empty params
+// made 2^40 slice offsets before noticing nothing moves; and over params
+// with elements the output (2^40 copies) is refused before any offset is
+// made.
+TEST(GatherNdTest, HugeBatchesOfNoCoordinates) {
+  const int64_t huge = int64_t{1} << 40;
+  OpTestCase empty = GatherNdCase(Floats({}, {0}), Ints({}, {huge, 0}));
+  ASSERT_OK(empty.Run());
+  EXPECT_EQ(empty.output(0).shape(), TensorShape({huge, 0}));
+  OpTestCase big = GatherNdCase(Floats({1}, {1}), Ints({}, {huge, 0}));
+  EXPECT_EQ(big.Run().code(), absl::StatusCode::kResourceExhausted);
+}
+
 TEST(GatherNdTest, Strings) {
   Tensor p(DT_STRING, TensorShape({2, 2}));
   p.flat<tstring>()[0] = "a";
