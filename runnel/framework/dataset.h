@@ -71,6 +71,14 @@ struct IteratorContext {
   int function_call_depth = 0;
   // Runs closures on the inter-op pool (may be null: then inline).
   std::function<void(std::function<void()>)>* runner = nullptr;
+  // A context that lives as long as the iterator being pulled, for work it
+  // does between GetNext calls (Note [Iterators borrow their context] in
+  // ops/dataset_transform_ops.cc): the iterator resource keeps it, with a
+  // function runtime of its own and a cancellation manager cancelled
+  // before the iterator is destroyed; it belongs to no step. Null where no
+  // owner keeps one (an iterator pulled outside a resource): work must then
+  // end within the GetNext that lends this context.
+  const IteratorContext* background = nullptr;
 
   // The context of the kernel running in `ctx`.
   static IteratorContext FromKernel(OpKernelContext* ctx);
@@ -129,8 +137,8 @@ class ChildCancellation {
 //
 // Thread safety: Save and Restore are called like GetNext, by one thread
 // at a time with no GetNext in progress (the iterator resource holds its
-// lock). An iterator with background threads (PrefetchDataset) saves only
-// while they are idle.
+// lock). An iterator with background threads (PrefetchDataset) pauses
+// them, waiting for the element in flight, while it saves.
 //
 // Errors: an iterator that cannot be checkpointed returns Unimplemented
 // "<dataset DebugString> does not support checkpointing" (the default).

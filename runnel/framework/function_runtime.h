@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,13 @@ class FunctionLibraryRuntime {
   // The instantiation's argument and result dtypes.
   virtual const DataTypeVector& ArgTypes(Handle handle) const = 0;
   virtual const DataTypeVector& RetTypes(Handle handle) const = 0;
+
+  // A new runtime over the same library and device, with instantiations
+  // (and stateful kernels) of its own, owned by the caller: something that
+  // runs functions longer than the step that made it (an iterator resource
+  // prefetching between steps) keeps one. It may outlive this runtime but
+  // not the device.
+  virtual std::unique_ptr<FunctionLibraryRuntime> Clone() const = 0;
 
   // Runs the function on `args`; on success `*rets` holds one tensor per
   // result. `rets` must stay valid until `done` runs (exactly once,

@@ -13,16 +13,21 @@
 // An IteratorContext (function library, step, cancellation) is valid only
 // during the GetNext call that passes it: the function runtime belongs to
 // the executor of the step pulling the element and may be gone afterwards.
-// So no work of an iterator outlives the GetNext that lends it a context:
+// Work that outlives the call uses IteratorContext::background instead,
+// which the iterator resource keeps for as long as the iterator lives (a
+// clone of the function runtime, a cancellation manager of its own):
+// - PrefetchDataset's background thread produces elements with the
+//   background context, between steps too, until its buffer is full: the
+//   input pipeline runs while the model trains, as TF's does. A consumer
+//   only waits for the buffer. Without a background context (an iterator
+//   pulled outside a resource) the thread works only while a consumer is
+//   inside GetNext, with the consumer's context, which the consumer takes
+//   back (waiting for the element in flight, which stays buffered) before
+//   returning.
 // - ParallelMapDatasetV2 pulls up to num_parallel_calls input elements,
 //   runs the function on them at once on its own threads, and waits for
 //   all of them before returning the first; later calls are served from
-//   that buffer.
-// - PrefetchDataset's background thread produces elements only while a
-//   consumer is inside GetNext (it lends the thread its context); before
-//   returning, the consumer takes the context back and waits for the
-//   element in flight, which stays buffered. Prefetching across steps would
-//   need a context whose lifetime the iterator can hold.
+//   that buffer. (Put a prefetch after it to overlap it with the step.)
 // Both run their calls under a child cancellation manager (Note
 // [Speculative calls cancel only themselves]).
 //
@@ -56,6 +61,7 @@
 #include "runnel/framework/dataset.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/framework/resource_mgr.h"
 #include "runnel/framework/shape_inference.h"
 #include "runnel/graph/gradients.h"
 #include "runnel/io/tensor_bundle.h"
@@ -1114,13 +1120,15 @@ REGISTER_NO_GRADIENT("ShuffleDatasetV3", "datasets are variant handles");
 class PrefetchIterator : public IteratorBase {
  public:
   PrefetchIterator(std::unique_ptr<IteratorBase> input, int64_t capacity)
-      : input_(std::move(input)), capacity_(static_cast<size_t>(capacity)) {}
+      : input_(std::move(input)),
+        capacity_(static_cast<size_t>(capacity)),
+        s_(std::make_shared<Shared>()) {}
 
   ~PrefetchIterator() override {
     {
-      absl::MutexLock l(&mu_);
-      cancelled_ = true;
-      cv_.SignalAll();
+      absl::MutexLock l(&s_->mu);
+      s_->cancelled = true;
+      s_->cv.SignalAll();
     }
     if (thread_.joinable()) thread_.join();
   }
@@ -1129,50 +1137,41 @@ class PrefetchIterator : public IteratorBase {
                  bool* end) override {
     out->clear();
     *end = false;
-    absl::MutexLock l(&mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Produce(); });
-    lease_ = ctx;
-    cv_.SignalAll();
-    while (buffer_.empty() && !input_ended_) cv_.Wait(&mu_);
-    // Take the context back before returning (it dies with this call).
-    lease_ = nullptr;
-    while (busy_) cv_.Wait(&mu_);
-    if (buffer_.empty()) {
-      *end = true;
-      return absl::OkStatus();
+    {
+      absl::MutexLock l(&s_->mu);
+      if (!thread_.joinable()) {
+        ahead_ = ctx->background != nullptr;
+        thread_ = std::thread([this] { Produce(); });
+      }
     }
-    Result r = std::move(buffer_.front());
-    buffer_.pop_front();
-    cv_.SignalAll();
+    Result r;
+    RETURN_IF_ERROR(ahead_ ? TakeAhead(ctx, &r, end)
+                           : TakeLeased(ctx, &r, end));
+    if (*end) return absl::OkStatus();
     RETURN_IF_ERROR(r.status);
     *out = std::move(r.element);
     return absl::OkStatus();
   }
 
-  // Between GetNexts the producer is idle (it has no context), so the
-  // buffer and the input are stable: both are saved, and no element is
+  // The producer is idle while this runs (it pauses between elements), so
+  // the buffer and the input are stable: both are saved, and no element is
   // lost or produced twice.
   Status Save(IteratorStateWriter* w) override {
-    absl::MutexLock l(&mu_);
-    if (busy_) {
-      return errors::FailedPrecondition(
-          dataset()->DebugString(),
-          ": cannot save while an element is being prefetched");
-    }
-    RETURN_IF_ERROR(w->WriteScalar("input_ended", input_ended_ ? 1 : 0));
-    RETURN_IF_ERROR(
-        w->WriteScalar("buffer_size", static_cast<int64_t>(buffer_.size())));
-    for (size_t i = 0; i < buffer_.size(); ++i) {
-      const std::string key = absl::StrCat("buffer/", i);
-      RETURN_IF_ERROR(SaveStatus(w, key + "/status", buffer_[i].status));
-      if (buffer_[i].status.ok()) {
-        RETURN_IF_ERROR(SaveElement(w, key, buffer_[i].element));
-      }
-    }
-    return SaveIterator(w, "input", input_.get());
+    absl::MutexLock l(&s_->mu);
+    ++s_->paused;
+    while (s_->busy) s_->cv.Wait(&s_->mu);
+    Status st = SaveLocked(w);
+    --s_->paused;
+    s_->cv.SignalAll();
+    return st;
   }
   Status Restore(IteratorContext* ctx, IteratorStateReader* r) override {
-    absl::MutexLock l(&mu_);
+    absl::MutexLock l(&s_->mu);
+    if (thread_.joinable()) {
+      return errors::FailedPrecondition(
+          dataset()->DebugString(),
+          ": only a new iterator can be restored, not one in use");
+    }
     int64_t ended = 0, n = 0;
     RETURN_IF_ERROR(ReadInt64InRange(r, "input_ended", 0, 1, &ended));
     RETURN_IF_ERROR(ReadInt64InRange(r, "buffer_size", 0,
@@ -1188,8 +1187,8 @@ class PrefetchIterator : public IteratorBase {
       buffer.push_back(std::move(res));
     }
     RETURN_IF_ERROR(RestoreIterator(ctx, r, "input", input_.get()));
-    buffer_ = std::move(buffer);
-    input_ended_ = ended == 1;
+    s_->buffer = std::move(buffer);
+    s_->input_ended = ended == 1;
     return absl::OkStatus();
   }
 
@@ -1198,44 +1197,136 @@ class PrefetchIterator : public IteratorBase {
     Status status;
     std::vector<Tensor> element;
   };
+  // What the producer and the consumers share; a step's cancellation
+  // callback holds it too, so it may run after the iterator is gone.
+  struct Shared {
+    absl::Mutex mu;
+    absl::CondVar cv;
+    std::deque<Result> buffer ABSL_GUARDED_BY(mu);
+    // The context the producer works with; null while it has none.
+    const IteratorContext* lease ABSL_GUARDED_BY(mu) = nullptr;
+    bool busy ABSL_GUARDED_BY(mu) = false;  // An element is in flight.
+    int paused ABSL_GUARDED_BY(mu) = 0;     // Saves waiting for the input.
+    bool input_ended ABSL_GUARDED_BY(mu) = false;
+    bool cancelled ABSL_GUARDED_BY(mu) = false;  // The iterator is ending.
+  };
+
+  // With a background context the producer keeps it and works between
+  // steps; a consumer only waits for the buffer, or for its step's
+  // cancellation (the element in flight then stays for the next step).
+  Status TakeAhead(IteratorContext* ctx, Result* r, bool* end) {
+    CancellationManager* cm = ctx->cancellation_manager;
+    CancellationManager::Token token = 0;
+    if (cm != nullptr) {
+      token = cm->NewToken();
+      if (!cm->RegisterCallback(token, [s = s_] {
+            absl::MutexLock l(&s->mu);
+            s->cv.SignalAll();
+          })) {
+        return errors::Cancelled(dataset()->DebugString(),
+                                 ": the step was cancelled");
+      }
+    }
+    bool cancelled = false;
+    {
+      absl::MutexLock l(&s_->mu);
+      s_->lease = ctx->background;
+      s_->cv.SignalAll();
+      while (s_->buffer.empty() && !s_->input_ended &&
+             !(cancelled = cm != nullptr && cm->IsCancelled())) {
+        s_->cv.Wait(&s_->mu);
+      }
+      if (!s_->buffer.empty()) {
+        cancelled = false;
+        *r = std::move(s_->buffer.front());
+        s_->buffer.pop_front();
+        s_->cv.SignalAll();
+      } else if (!cancelled) {
+        *end = true;
+      }
+    }
+    if (cm != nullptr) cm->DeregisterCallback(token);
+    if (cancelled) {
+      return errors::Cancelled(dataset()->DebugString(),
+                               ": the step was cancelled");
+    }
+    return absl::OkStatus();
+  }
+
+  // Without one the consumer lends the producer its own context for as
+  // long as it waits, and takes it back (waiting for the element in
+  // flight, which stays buffered) before returning.
+  Status TakeLeased(IteratorContext* ctx, Result* r, bool* end) {
+    absl::MutexLock l(&s_->mu);
+    s_->lease = ctx;
+    s_->cv.SignalAll();
+    while (s_->buffer.empty() && !s_->input_ended) s_->cv.Wait(&s_->mu);
+    s_->lease = nullptr;  // It dies with this call.
+    while (s_->busy) s_->cv.Wait(&s_->mu);
+    if (s_->buffer.empty()) {
+      *end = true;
+      return absl::OkStatus();
+    }
+    *r = std::move(s_->buffer.front());
+    s_->buffer.pop_front();
+    s_->cv.SignalAll();
+    return absl::OkStatus();
+  }
+
+  Status SaveLocked(IteratorStateWriter* w)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s_->mu) {
+    RETURN_IF_ERROR(w->WriteScalar("input_ended", s_->input_ended ? 1 : 0));
+    RETURN_IF_ERROR(
+        w->WriteScalar("buffer_size", static_cast<int64_t>(s_->buffer.size())));
+    for (size_t i = 0; i < s_->buffer.size(); ++i) {
+      const std::string key = absl::StrCat("buffer/", i);
+      const Result& res = s_->buffer[i];
+      RETURN_IF_ERROR(SaveStatus(w, key + "/status", res.status));
+      if (res.status.ok()) RETURN_IF_ERROR(SaveElement(w, key, res.element));
+    }
+    return SaveIterator(w, "input", input_.get());
+  }
 
   void Produce() {
-    mu_.Lock();
+    Shared& s = *s_;
+    s.mu.Lock();
     while (true) {
-      while (!cancelled_ &&
-             (lease_ == nullptr || input_ended_ || buffer_.size() >= capacity_))
-        cv_.Wait(&mu_);
-      if (cancelled_) break;
-      IteratorContext* ctx = lease_;
-      busy_ = true;
+      while (!s.cancelled && (s.lease == nullptr || s.input_ended ||
+                              s.buffer.size() >= capacity_ || s.paused > 0)) {
+        s.cv.Wait(&s.mu);
+      }
+      if (s.cancelled) break;
+      const IteratorContext* ctx = s.lease;
+      s.busy = true;
       Result r;
       bool end = false;
-      mu_.Unlock();
+      s.mu.Unlock();
       {
         ChildCancellation cancel(*ctx);
+        // Between steps there is no step to keep per-step resources
+        // (TensorArrays of a map function): each element gets its own.
+        StepResources step_resources;
+        if (ahead_) cancel.ctx()->step_resources = &step_resources;
         r.status = input_->GetNext(cancel.ctx(), &r.element, &end);
       }
-      mu_.Lock();
-      busy_ = false;
+      s.mu.Lock();
+      s.busy = false;
       if (r.status.ok() && end) {
-        input_ended_ = true;
+        s.input_ended = true;
       } else {
-        buffer_.push_back(std::move(r));
+        s.buffer.push_back(std::move(r));
       }
-      cv_.SignalAll();
+      s.cv.SignalAll();
     }
-    mu_.Unlock();
+    s.mu.Unlock();
   }
 
   std::unique_ptr<IteratorBase> input_;  // Used by the producer only.
   const size_t capacity_;
-  absl::Mutex mu_;
-  absl::CondVar cv_;
-  std::deque<Result> buffer_ ABSL_GUARDED_BY(mu_);
-  IteratorContext* lease_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool busy_ ABSL_GUARDED_BY(mu_) = false;
-  bool input_ended_ ABSL_GUARDED_BY(mu_) = false;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  const std::shared_ptr<Shared> s_;
+  // Whether the producer works ahead with a background context; set before
+  // the producer starts (at the first GetNext).
+  bool ahead_ = false;
   std::thread thread_;
 };
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fstream>
 
+#include "absl/time/clock.h"
 #include "runnel/base/env.h"
 #include "runnel/framework/dataset.h"
 #include "runnel/graph/define_function.h"
@@ -387,6 +388,86 @@ TEST(DatasetTransformOpsTest, PrefetchDeliversErrorsInOrder) {
   ASSERT_OK(s->Run({}, {}, {"init"}, &out));
   ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
   EXPECT_EQ(out[0].scalar<int64_t>(), 10);
+}
+
+// The prefetch thread works between steps (Note [Iterators borrow their
+// context]): after one element is taken, the map function runs on the next
+// `buffer` elements while no step runs, and no further.
+TEST(DatasetTransformOpsTest, PrefetchWorksAheadBetweenStepsUpToItsBuffer) {
+  Scope root = Scope::NewRootScope();
+  auto count =
+      ops::VarHandleOp(root.WithOpName("count"), DT_INT64, TensorShape({}));
+  ops::AssignVariableOp(root.WithOpName("zero"), count, Int(root, 0));
+  ops::ReadVariableOp(root.WithOpName("read"), count, DT_INT64);
+  auto counted =
+      Fn(root, "Counted", {{"x", DT_INT64}, {"count", DT_RESOURCE}},
+         [](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+           auto add = ops::AssignAddVariableOp(s, a[1], Int(s, 1));
+           return Outputs{ops::Identity(s.WithControlDependencies(add), a[0])};
+         });
+  auto mapped = ops::MapDataset(root, Range(root, 0, 40), {Input(count)},
+                                counted, kInt64, kScalar);
+  constexpr int64_t kBuffer = 4;
+  AddIterator(root, ops::PrefetchDataset(root, mapped, Int(root, kBuffer),
+                                         kInt64, kScalar));
+  ASSERT_OK(root.status());
+  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+  std::vector<Tensor> out;
+  ASSERT_OK(s->Run({}, {}, {"zero", "init"}, &out));
+  ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
+  EXPECT_EQ(out[0].scalar<int64_t>(), 0);
+  auto calls = [&] {
+    std::vector<Tensor> v;
+    EXPECT_OK(s->Run({}, {"read"}, {}, &v));
+    return v.empty() ? int64_t{-1} : v[0].scalar<int64_t>();
+  };
+  // 1 taken + kBuffer ahead, reached without any GetNext (bounded wait).
+  for (int i = 0; i < 2000 && calls() < 1 + kBuffer; ++i) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(calls(), 1 + kBuffer);
+  absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_EQ(calls(), 1 + kBuffer) << "worked ahead past the buffer";
+  std::vector<int64_t> rest = Drain(s.get());
+  EXPECT_EQ(rest.size(), 39u);
+  for (size_t i = 0; i < rest.size(); ++i) EXPECT_EQ(rest[i], i + 1);
+  EXPECT_EQ(calls(), 40);
+}
+
+// A step that times out while it waits for the prefetch buffer fails, but
+// the element in flight is not lost: it is kept for the next step. The
+// session then ends with the thread blocked in a call, which the
+// iterator's cancellation ends.
+TEST(DatasetTransformOpsTest, PrefetchKeepsTheElementAStepGaveUpOn) {
+  Scope root = Scope::NewRootScope();
+  auto q = ops::FIFOQueueV2(root.WithOpName("q"), {DT_INT64});
+  auto v = ops::Placeholder(root.WithOpName("v"), DT_INT64);
+  ops::QueueEnqueueV2(root.WithOpName("put"), q, {Input(v)});
+  // Each element waits for a value in the queue and adds it.
+  auto add = Fn(root, "AddDequeued", {{"x", DT_INT64}, {"q", DT_RESOURCE}},
+                [](const Scope& s, const Outputs& a) -> StatusOr<Outputs> {
+                  auto deq = ops::QueueDequeueV2(s, a[1], {DT_INT64});
+                  return Outputs{ops::AddV2(s, a[0], deq[0])};
+                });
+  auto mapped = ops::MapDataset(root, Range(root, 0, 10), {Input(q)}, add,
+                                kInt64, kScalar);
+  AddIterator(
+      root, ops::PrefetchDataset(root, mapped, Int(root, 2), kInt64, kScalar));
+  ASSERT_OK(root.status());
+  ASSERT_OK_AND_ASSIGN(auto s, SessionFor(root));
+  std::vector<Tensor> out;
+  ASSERT_OK(s->Run({}, {}, {"init"}, &out));
+  RunOptions options;
+  options.set_timeout_in_ms(200);
+  RunMetadata metadata;
+  Status st = s->Run(options, {}, {"next:0"}, {}, &out, &metadata);
+  EXPECT_EQ(st.code(), absl::StatusCode::kDeadlineExceeded) << st;
+  ASSERT_OK(s->Run({{"v", Tensor::Scalar<int64_t>(100)}}, {}, {"put"}, &out));
+  ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
+  EXPECT_EQ(out[0].scalar<int64_t>(), 100);
+  ASSERT_OK(s->Run({{"v", Tensor::Scalar<int64_t>(200)}}, {}, {"put"}, &out));
+  ASSERT_OK(s->Run({}, {"next:0"}, {}, &out));
+  EXPECT_EQ(out[0].scalar<int64_t>(), 201);
 }
 
 TEST(DatasetTransformOpsTest, ZipEndsWithTheShortestInput) {

@@ -29,6 +29,30 @@
 namespace runnel {
 namespace {
 
+// What the iterator of one MakeIterator (or restore) may use between
+// steps: IteratorContext::background, with a clone of the function runtime
+// of the first GetNext that had one.
+struct IteratorBackground {
+  explicit IteratorBackground(const FunctionLibraryRuntime& flr)
+      : function_library(flr.Clone()) {
+    ctx.function_library = function_library.get();
+    ctx.cancellation_manager = &cancellation;
+    ctx.background = &ctx;
+  }
+  std::unique_ptr<FunctionLibraryRuntime> function_library;
+  CancellationManager cancellation;
+  IteratorContext ctx;
+};
+
+// Ends an iterator and then what it used between steps: the work it does
+// ahead is cancelled and joined (by its destructor) before its runtime goes.
+void Retire(std::unique_ptr<IteratorBase> iterator,
+            std::unique_ptr<IteratorBackground> background) {
+  if (background != nullptr) background->cancellation.StartCancel();
+  iterator.reset();
+  background.reset();
+}
+
 class IteratorResource : public ResourceBase {
  public:
   IteratorResource(DataTypeVector dtypes,
@@ -50,17 +74,12 @@ class IteratorResource : public ResourceBase {
           " does not match the iterator's output_types");
     }
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, dataset->MakeIterator());
-    std::unique_ptr<IteratorBase> old_iterator;
-    DatasetPtr old_dataset;
-    {
-      absl::MutexLock l(&mu_);
-      old_iterator = std::exchange(iterator_, std::move(it));
-      old_dataset = std::exchange(dataset_, std::move(dataset));
-    }
-    // The old iterator goes first: it may use its dataset until it is gone
-    // (a prefetch thread joins in its destructor).
-    old_iterator.reset();
+    Replace(std::move(it), nullptr, std::move(dataset));
     return absl::OkStatus();
+  }
+
+  ~IteratorResource() override {
+    Retire(std::move(iterator_), std::move(background_));
   }
 
   bool initialized() const {
@@ -77,6 +96,7 @@ class IteratorResource : public ResourceBase {
           "iterator before getting the next element.");
     }
     bool end = false;
+    ctx->background = BackgroundFor(*ctx);
     RETURN_IF_ERROR(iterator_->GetNext(ctx, out, &end));
     if (end) return errors::OutOfRange("End of sequence");
     return CheckElement(
@@ -114,24 +134,55 @@ class IteratorResource : public ResourceBase {
           "known");
     }
     ASSIGN_OR_RETURN(std::unique_ptr<IteratorBase> it, dataset->MakeIterator());
-    RETURN_IF_ERROR(RestoreIterator(ctx, &state, "iterator", it.get()));
-    std::unique_ptr<IteratorBase> old_iterator;
-    DatasetPtr old_dataset;
-    {
-      absl::MutexLock l(&mu_);
-      old_iterator = std::exchange(iterator_, std::move(it));
-      old_dataset = std::exchange(dataset_, std::move(dataset));
+    std::unique_ptr<IteratorBackground> background;
+    if (ctx->function_library != nullptr) {
+      background = std::make_unique<IteratorBackground>(*ctx->function_library);
     }
-    old_iterator.reset();
+    ctx->background = background == nullptr ? nullptr : &background->ctx;
+    if (Status s = RestoreIterator(ctx, &state, "iterator", it.get());
+        !s.ok()) {
+      Retire(std::move(it), std::move(background));
+      return s;
+    }
+    Replace(std::move(it), std::move(background), std::move(dataset));
     return absl::OkStatus();
   }
 
  private:
+  // The background context for an iterator pulled with `ctx`, made on the
+  // first pull that has a function runtime (null before).
+  const IteratorContext* BackgroundFor(const IteratorContext& ctx)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (background_ == nullptr && ctx.function_library != nullptr) {
+      background_ = std::make_unique<IteratorBackground>(*ctx.function_library);
+    }
+    return background_ == nullptr ? nullptr : &background_->ctx;
+  }
+
+  // Makes `iterator` (with what it uses between steps) the current one,
+  // over `dataset`. The old iterator goes first: it may use its dataset and
+  // runtime until it is gone (a prefetch thread joins in its destructor).
+  void Replace(std::unique_ptr<IteratorBase> iterator,
+               std::unique_ptr<IteratorBackground> background,
+               DatasetPtr dataset) {
+    std::unique_ptr<IteratorBase> old_iterator;
+    std::unique_ptr<IteratorBackground> old_background;
+    DatasetPtr old_dataset;
+    {
+      absl::MutexLock l(&mu_);
+      old_iterator = std::exchange(iterator_, std::move(iterator));
+      old_background = std::exchange(background_, std::move(background));
+      old_dataset = std::exchange(dataset_, std::move(dataset));
+    }
+    Retire(std::move(old_iterator), std::move(old_background));
+  }
+
   const DataTypeVector dtypes_;
   const std::vector<PartialTensorShape> shapes_;
   mutable absl::Mutex mu_;
   DatasetPtr dataset_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<IteratorBase> iterator_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<IteratorBackground> background_ ABSL_GUARDED_BY(mu_);
 };
 
 Status ReadIteratorStructure(OpKernelConstruction* c, DataTypeVector* dtypes,

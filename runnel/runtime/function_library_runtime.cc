@@ -67,6 +67,11 @@ DeviceFunctionLibraryRuntime::DeviceFunctionLibraryRuntime(
 
 DeviceFunctionLibraryRuntime::~DeviceFunctionLibraryRuntime() = default;
 
+std::unique_ptr<FunctionLibraryRuntime> DeviceFunctionLibraryRuntime::Clone()
+    const {
+  return std::make_unique<DeviceFunctionLibraryRuntime>(library_, device_);
+}
+
 Status DeviceFunctionLibraryRuntime::Instantiate(const std::string& name,
                                                  const AttrMap& attrs,
                                                  Handle* handle) {

@@ -39,6 +39,7 @@ class DeviceFunctionLibraryRuntime final : public FunctionLibraryRuntime {
                      Handle* handle) override;
   const DataTypeVector& ArgTypes(Handle handle) const override;
   const DataTypeVector& RetTypes(Handle handle) const override;
+  std::unique_ptr<FunctionLibraryRuntime> Clone() const override;
   void Run(const Options& options, Handle handle, std::vector<Tensor> args,
            std::vector<Tensor>* rets, DoneCallback done) override;
 
