@@ -107,6 +107,26 @@ def test_create_local_server_runs_a_graph():
         server.stop()
 
 
+def test_partial_run_on_a_cluster(cluster):
+    """TF's partial_run example with its ops on two ps tasks: r1 is fetched,
+    then fed back as c, within one step run by the cluster's master."""
+    spec, servers = cluster
+    with tf.Graph().as_default():
+        with tf.device("/job:ps/task:0"):
+            a = tf.placeholder(tf.float32, shape=[])
+            b = tf.placeholder(tf.float32, shape=[])
+            r1 = tf.add(a, b)
+        with tf.device("/job:ps/task:1"):
+            c = tf.placeholder(tf.float32, shape=[])
+            r2 = tf.multiply(r1, c)
+        with tf.Session(servers[2].target) as sess:
+            h = sess.partial_run_setup([r1, r2], [a, b, c])
+            res = sess.partial_run(h, r1, feed_dict={a: 1, b: 2})
+            assert res == 3.0
+            res = sess.partial_run(h, r2, feed_dict={c: res})
+            assert res == 9.0
+
+
 def test_bad_server_definitions():
     spec = tf.train.ClusterSpec({"ps": ["localhost:1"], "worker": ["localhost:2"]})
     with pytest.raises(ValueError, match="job_name"):

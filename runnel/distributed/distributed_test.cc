@@ -306,6 +306,91 @@ TEST(DistributedTest, ErrorsNameTheNodeAndTheClusterKeepsServing) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
 }
 
+// TF's partial_run example across three tasks: r1 = a + b on worker 0,
+// r2 = r1 * c on the PS with c fed on worker 1; r1 is fetched, then fed
+// back as c, in one step. Two partial runs interleave without mixing.
+TEST(DistributedTest, PartialRunsFeedAndFetchAcrossTasksWithinOneStep) {
+  auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 2}});
+  ASSERT_OK(cluster.status());
+  GraphDef g = Text(PlaceholderF("a", kW0) + PlaceholderF("b", kW0) +
+                    PlaceholderF("c", kW1) +
+                    Node("r1", "Add", {"a", "b"}, kW0, TFloat()) +
+                    Node("c1", "Identity", {"c"}, kW1, TFloat()) +
+                    Node("r2", "Mul", {"r1", "c1"}, kPs, TFloat()));
+  auto session = Open((*cluster)->target("worker", 0), g);
+  ASSERT_NE(session, nullptr);
+  std::string h1, h2;
+  ASSERT_OK(session->PRunSetup({"a", "b", "c"}, {"r1", "r2"}, {}, &h1));
+  ASSERT_OK(session->PRunSetup({"a", "b", "c"}, {"r1", "r2"}, {}, &h2));
+  EXPECT_NE(h1, h2);
+  std::vector<Tensor> out;
+  ASSERT_OK(session->PRun(h1, {{"a", Vec({1, 2})}, {"b", Vec({2, 3})}}, {"r1"},
+                          &out));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].flat<float>()[0], 3.f);
+  EXPECT_EQ(out[0].flat<float>()[1], 5.f);
+  const Tensor r1 = out[0];
+  ASSERT_OK(session->PRun(h2, {{"a", Vec({10, 10})}, {"b", Vec({1, 1})}},
+                          {"r1"}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], 11.f);
+  // Bad PRuns are refused, and the runs go on.
+  Status s = session->PRun(h1, {{"a", Vec({0, 0})}}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "already been fed")) << s;
+  s = session->PRun(h1, {}, {"nope"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  s = session->PRun(h1, {{"c", Tensor(DT_INT32, TensorShape({2}))}}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  // c = r1 of the same step.
+  ASSERT_OK(session->PRun(h1, {{"c", r1}}, {"r2"}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], 9.f);
+  EXPECT_EQ(out[0].flat<float>()[1], 25.f);
+  ASSERT_OK(session->PRun(h2, {{"c", Vec({2, 3})}}, {"r2"}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], 22.f);
+  EXPECT_EQ(out[0].flat<float>()[1], 33.f);
+  // Both steps are over: their handles are gone.
+  s = session->PRun(h1, {}, {"r2"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  // Plain steps still run, and a partial run left half done is ended by
+  // Close (its partitions wait for c on their tasks).
+  ASSERT_OK(
+      session->Run({{"a", Vec({1, 1})}, {"b", Vec({1, 1})}, {"c", Vec({4, 5})}},
+                   {"r2"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[1], 10.f);
+  std::string h3;
+  ASSERT_OK(session->PRunSetup({"a", "b", "c"}, {"r1", "r2"}, {}, &h3));
+  ASSERT_OK(session->PRun(h3, {{"a", Vec({1, 1})}, {"b", Vec({1, 1})}}, {"r1"},
+                          &out));
+  ASSERT_OK(session->Close());
+}
+
+// A partition that fails mid-run fails the PRun waiting on it with its
+// error, and the partial run is over.
+TEST(DistributedTest, PartialRunErrorsNameTheFailingNode) {
+  auto cluster = LocalCluster::Create({{"worker", 2}});
+  ASSERT_OK(cluster.status());
+  GraphDef g = Text(
+      PlaceholderF("x", kW0) +
+      Node("shape", "Const", {}, kW1,
+           R"(attr { key: "dtype" value { type: DT_INT32 } }
+              attr { key: "value" value { tensor { dtype: DT_INT32
+              tensor_shape { dim { size: 1 } } int_val: 3 } } })") +
+      Node("r", "Reshape", {"x", "shape"}, kW1,
+           TFloat() + R"( attr { key: "Tshape" value { type: DT_INT32 } })"));
+  auto session = Open((*cluster)->target("worker", 0), g);
+  ASSERT_NE(session, nullptr);
+  std::string h;
+  ASSERT_OK(session->PRunSetup({"x"}, {"r"}, {}, &h));
+  std::vector<Tensor> out;
+  Status s = session->PRun(h, {{"x", Vec({1, 2})}}, {"r"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "'r'")) << s;
+  s = session->PRun(h, {}, {"r"}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "unknown")) << s;
+  ASSERT_OK(session->Close());
+}
+
 TEST(DistributedTest, MasterRejectsUnknownHandlesAndRetries) {
   auto cluster = LocalCluster::Create({{"worker", 1}});
   ASSERT_OK(cluster.status());

@@ -52,6 +52,87 @@ class GrpcSession final : public Session {
              const std::vector<std::string>& output_names,
              const std::vector<std::string>& target_names,
              std::vector<Tensor>* outputs, RunMetadata* run_metadata) override {
+    return Step(options, "", inputs, output_names, target_names, outputs,
+                run_metadata);
+  }
+
+  // Partial runs are the master's (PartialRunSetup, then RunStep with the
+  // handle); it keeps the step running on its tasks between PRuns.
+  Status PRunSetup(const std::vector<std::string>& input_names,
+                   const std::vector<std::string>& output_names,
+                   const std::vector<std::string>& target_nodes,
+                   std::string* handle) override {
+    if (handle == nullptr) {
+      return errors::InvalidArgument("PRunSetup: null handle");
+    }
+    PartialRunSetupRequest req;
+    {
+      absl::MutexLock l(&mu_);
+      if (handle_.empty()) {
+        return errors::FailedPrecondition(
+            "the session has no graph (call Create first)");
+      }
+      req.set_session_handle(handle_);
+    }
+    for (const std::string& f : input_names) req.add_feed(f);
+    for (const std::string& f : output_names) req.add_fetch(f);
+    for (const std::string& t : target_nodes) req.add_target(t);
+    req.set_request_id(NewRequestId());
+    PartialRunSetupResponse resp;
+    RETURN_IF_ERROR(Call("PartialRunSetup", req, &resp, 0));
+    *handle = resp.partial_run_handle();
+    return absl::OkStatus();
+  }
+
+  Status PRun(const std::string& handle,
+              const std::vector<std::pair<std::string, Tensor>>& inputs,
+              const std::vector<std::string>& output_names,
+              std::vector<Tensor>* outputs) override {
+    if (handle.empty()) {
+      return errors::InvalidArgument("PRun: empty partial run handle");
+    }
+    return Step(RunOptions(), handle, inputs, output_names, {}, outputs,
+                nullptr);
+  }
+
+  Status Close() override {
+    absl::MutexLock l(&mu_);
+    if (handle_.empty() || closed_) {
+      closed_ = true;
+      return absl::OkStatus();
+    }
+    closed_ = true;
+    CloseSessionRequest req;
+    req.set_session_handle(handle_);
+    CloseSessionResponse resp;
+    return Call("CloseSession", req, &resp, 10000);
+  }
+
+  std::vector<std::string> ListDevices() const override {
+    ListDevicesRequest req;
+    {
+      absl::MutexLock l(&mu_);
+      req.set_session_handle(handle_);
+    }
+    ListDevicesResponse resp;
+    std::vector<std::string> names;
+    if (!Call("ListDevices", req, &resp, 10000).ok()) return names;
+    for (const DeviceAttributes& d : resp.local_device()) {
+      names.push_back(d.name());
+    }
+    for (const DeviceAttributes& d : resp.remote_device()) {
+      names.push_back(d.name());
+    }
+    return names;
+  }
+
+ private:
+  // One RunStep (of the partial run `partial_handle` unless it is empty).
+  Status Step(const RunOptions& options, const std::string& partial_handle,
+              const std::vector<std::pair<std::string, Tensor>>& inputs,
+              const std::vector<std::string>& output_names,
+              const std::vector<std::string>& target_names,
+              std::vector<Tensor>* outputs, RunMetadata* run_metadata) {
     if (outputs == nullptr && !output_names.empty()) {
       return errors::InvalidArgument(
           "Run was given fetches but a null outputs vector");
@@ -65,6 +146,7 @@ class GrpcSession final : public Session {
       }
       req.set_session_handle(handle_);
     }
+    req.set_partial_run_handle(partial_handle);
     for (const std::string& f : output_names) req.add_fetch(f);
     for (const std::string& t : target_names) req.add_target(t);
     *req.mutable_options() = options;
@@ -106,38 +188,6 @@ class GrpcSession final : public Session {
     return absl::OkStatus();
   }
 
-  Status Close() override {
-    absl::MutexLock l(&mu_);
-    if (handle_.empty() || closed_) {
-      closed_ = true;
-      return absl::OkStatus();
-    }
-    closed_ = true;
-    CloseSessionRequest req;
-    req.set_session_handle(handle_);
-    CloseSessionResponse resp;
-    return Call("CloseSession", req, &resp, 10000);
-  }
-
-  std::vector<std::string> ListDevices() const override {
-    ListDevicesRequest req;
-    {
-      absl::MutexLock l(&mu_);
-      req.set_session_handle(handle_);
-    }
-    ListDevicesResponse resp;
-    std::vector<std::string> names;
-    if (!Call("ListDevices", req, &resp, 10000).ok()) return names;
-    for (const DeviceAttributes& d : resp.local_device()) {
-      names.push_back(d.name());
-    }
-    for (const DeviceAttributes& d : resp.remote_device()) {
-      names.push_back(d.name());
-    }
-    return names;
-  }
-
- private:
   Status CreateLocked(const GraphDef& graph)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (options_.untrusted)

@@ -1,5 +1,6 @@
 #include "runnel/distributed/master.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -15,6 +16,7 @@
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/partition.h"
 #include "runnel/graph/prune.h"
+#include "runnel/graph/tensor_id.h"
 #include "runnel/runtime/graph_optimizer.h"
 #include "runnel/runtime/placer.h"
 #include "runnel/runtime/session.h"
@@ -111,6 +113,20 @@ class MasterSession {
              const std::vector<std::string>& fetches,
              const std::vector<std::string>& targets,
              std::vector<Tensor>* fetch_out, RunMetadata* metadata);
+  // Partial runs (Session::PRunSetup/PRun semantics, runtime/session.h):
+  // the setup names every feed, fetch and target and returns a handle; each
+  // PartialRun feeds some values and fetches some results of that one step,
+  // whose partitions run on their tasks from the first PartialRun to the
+  // last (RunGraph with is_partial). An error, a timeout or the last
+  // PartialRun ends the step everywhere and releases the handle.
+  Status PartialRunSetup(const std::vector<std::string>& feeds,
+                         const std::vector<std::string>& fetches,
+                         const std::vector<std::string>& targets,
+                         std::string* handle);
+  Status PartialRun(const std::string& handle, const RunOptions& options,
+                    const NamedTensorList& feeds,
+                    const std::vector<std::string>& fetches,
+                    std::vector<Tensor>* fetch_out);
   void Close();
   void ListDevices(ListDevicesResponse* response) const;
 
@@ -157,6 +173,20 @@ class MasterSession {
   Status PlaceNodes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Asks every task of `plan` to end step `step_id` (aborting what runs).
   void CleanupStep(const StepPlan& plan, int64_t step_id, bool wait);
+  // Sends reqs[i] (with sends[i] beside it) to the task of plan->parts[i]
+  // and waits for every answer, bounded by `timeout_ms` when > 0. The first
+  // failure (or the timeout, DeadlineExceeded) ends the step on every task
+  // and is returned; Close cancels the wait.
+  Status RunParts(const std::shared_ptr<StepPlan>& plan, int64_t step_id,
+                  int64_t timeout_ms, std::vector<RunGraphRequest>* reqs,
+                  std::vector<NamedTensorList>* sends,
+                  std::vector<RunGraphResponse>* resps,
+                  std::vector<NamedTensorList>* recvs);
+  // The fetches the tasks of `plan` returned (recvs[i] from part i), by
+  // fetch index; the tensors share the received buffers.
+  static void CollectFetches(const StepPlan& plan,
+                             std::vector<NamedTensorList>* recvs,
+                             absl::flat_hash_map<int, Tensor>* out);
 
   const std::string handle_;
   const MasterEnv& env_;
@@ -185,6 +215,20 @@ class MasterSession {
       ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<int64_t, CallableOptions> callables_ ABSL_GUARDED_BY(mu_);
   int64_t next_callable_ ABSL_GUARDED_BY(mu_) = 0;
+  struct PartialStep;
+  absl::flat_hash_map<std::string, std::shared_ptr<PartialStep>> partial_runs_
+      ABSL_GUARDED_BY(mu_);
+};
+
+// A partial run's step: its plan, and which feeds and fetches are done.
+struct MasterSession::PartialStep {
+  std::shared_ptr<StepPlan> plan;
+  int64_t step_id = 0;
+  absl::flat_hash_map<std::string, int> feed_index, fetch_index;
+  absl::Mutex mu;
+  std::vector<bool> fed ABSL_GUARDED_BY(mu), fetched ABSL_GUARDED_BY(mu);
+  // A PartialRun is in flight (they are serialised per step).
+  bool busy ABSL_GUARDED_BY(mu) = false;
 };
 
 Status MasterSession::FindDevices() {
@@ -511,6 +555,53 @@ Status MasterSession::Run(const RunOptions& options,
   std::vector<RunGraphRequest> reqs(n);
   std::vector<RunGraphResponse> resps(n);
   std::vector<NamedTensorList> sends(n), recvs(n);
+  for (size_t i = 0; i < n; ++i) {
+    const PartPlan& part = plan->parts[i];
+    RunGraphRequest& req = reqs[i];
+    req.mutable_exec_opts()->set_record_timeline(trace);
+    for (const auto& [index, key] : part.feeds) {
+      sends[i].emplace_back(key, feeds[index].second);
+    }
+    for (const auto& [index, key] : part.fetches) req.add_recv_key(key);
+  }
+  Status status =
+      RunParts(plan, step_id, timeout_ms, &reqs, &sends, &resps, &recvs);
+  CleanupStep(*plan, step_id, /*wait=*/false);
+  if (!status.ok()) return status;
+
+  absl::flat_hash_map<int, Tensor> by_index;
+  CollectFetches(*plan, &recvs, &by_index);
+  fetch_out->assign(fetches.size(), Tensor());
+  for (size_t k = 0; k < fetches.size(); ++k) {
+    auto it = by_index.find(static_cast<int>(k));
+    if (it == by_index.end()) {
+      return errors::Internal("no task returned fetch '", fetches[k], "'");
+    }
+    (*fetch_out)[k] = std::move(it->second);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (metadata != nullptr && trace) {
+      for (DeviceStepStats& d :
+           *resps[i].mutable_step_stats()->mutable_dev_stats()) {
+        metadata->mutable_step_stats()->add_dev_stats()->Swap(&d);
+      }
+    }
+  }
+  if (metadata != nullptr && options.output_partition_graphs()) {
+    for (const GraphDef& g : plan->partition_graphs) {
+      *metadata->add_partition_graphs() = g;
+    }
+  }
+  return absl::OkStatus();
+}
+
+Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
+                               int64_t step_id, int64_t timeout_ms,
+                               std::vector<RunGraphRequest>* reqs,
+                               std::vector<NamedTensorList>* sends,
+                               std::vector<RunGraphResponse>* resps,
+                               std::vector<NamedTensorList>* recvs) {
+  const size_t n = plan->parts.size();
   std::vector<CallOptions> opts(n);
   struct State {
     absl::Mutex mu;
@@ -541,20 +632,14 @@ Status MasterSession::Run(const RunOptions& options,
     ~Deregister() { cm->DeregisterCallback(token); }
   } deregister{&running_steps_, token};
   for (size_t i = 0; i < n; ++i) {
-    const PartPlan& part = plan->parts[i];
-    RunGraphRequest& req = reqs[i];
+    RunGraphRequest& req = (*reqs)[i];
     req.set_session_handle(handle_);
     req.set_create_worker_session_called(true);
-    req.set_graph_handle(part.graph_handle);
+    req.set_graph_handle(plan->parts[i].graph_handle);
     req.set_step_id(step_id);
     req.set_request_id(NewId(62));
-    req.mutable_exec_opts()->set_record_timeline(trace);
     req.mutable_exec_opts()->set_runnel_float_transfer_as_bfloat16(
         config_.rpc_options().runnel_float_transfer_as_bfloat16());
-    for (const auto& [index, key] : part.feeds) {
-      sends[i].emplace_back(key, feeds[index].second);
-    }
-    for (const auto& [index, key] : part.fetches) req.add_recv_key(key);
     if (timeout_ms > 0) opts[i].SetTimeout(timeout_ms);
   }
   auto derived = [](const Status& x) {
@@ -563,7 +648,7 @@ Status MasterSession::Run(const RunOptions& options,
   };
   for (size_t i = 0; i < n; ++i) {
     plan->parts[i].worker->RunGraphRawAsync(
-        &opts[i], &reqs[i], &sends[i], &resps[i], &recvs[i],
+        &opts[i], &(*reqs)[i], &(*sends)[i], &(*resps)[i], &(*recvs)[i],
         [this, st, plan, step_id, derived](const Status& s) {
           bool abort = false;
           {
@@ -582,60 +667,214 @@ Status MasterSession::Run(const RunOptions& options,
           --st->pending;
         });
   }
-  Status status;
+  auto done = [st] {
+    st->mu.AssertHeld();
+    return st->pending == 0;
+  };
+  bool timed_out = false;
   {
-    auto done = [st] {
-      st->mu.AssertHeld();
-      return st->pending == 0;
-    };
-    bool timed_out = false;
-    {
-      absl::MutexLock l(&st->mu);
-      if (timeout_ms > 0) {
-        timed_out = !st->mu.AwaitWithTimeout(absl::Condition(&done),
-                                             absl::Milliseconds(timeout_ms));
-      } else {
-        st->mu.Await(absl::Condition(&done));
-      }
-    }
-    if (timed_out) {
-      CleanupStep(*plan, step_id, /*wait=*/false);
-      for (CallOptions& o : opts) o.StartCancel();
-    }
     absl::MutexLock l(&st->mu);
-    st->mu.Await(absl::Condition(&done));
-    status = timed_out ? errors::DeadlineExceeded("step timed out after ",
-                                                  timeout_ms, " ms")
-                       : st->status;
+    if (timeout_ms > 0) {
+      timed_out = !st->mu.AwaitWithTimeout(absl::Condition(&done),
+                                           absl::Milliseconds(timeout_ms));
+    } else {
+      st->mu.Await(absl::Condition(&done));
+    }
   }
+  if (timed_out) {
+    CleanupStep(*plan, step_id, /*wait=*/false);
+    for (CallOptions& o : opts) o.StartCancel();
+  }
+  absl::MutexLock l(&st->mu);
+  st->mu.Await(absl::Condition(&done));
+  return timed_out ? errors::DeadlineExceeded("step timed out after ",
+                                              timeout_ms, " ms")
+                   : st->status;
+}
 
-  CleanupStep(*plan, step_id, /*wait=*/false);
-  if (!status.ok()) return status;
-
-  fetch_out->assign(fetches.size(), Tensor());
-  for (size_t i = 0; i < n; ++i) {
-    const PartPlan& part = plan->parts[i];
+void MasterSession::CollectFetches(const StepPlan& plan,
+                                   std::vector<NamedTensorList>* recvs,
+                                   absl::flat_hash_map<int, Tensor>* out) {
+  for (size_t i = 0; i < plan.parts.size(); ++i) {
     absl::flat_hash_map<std::string, Tensor*> by_key;
-    for (auto& [key, value] : recvs[i]) by_key[key] = &value;
-    for (const auto& [index, key] : part.fetches) {
+    for (auto& [key, value] : (*recvs)[i]) by_key[key] = &value;
+    for (const auto& [index, key] : plan.parts[i].fetches) {
       auto it = by_key.find(key);
-      if (it == by_key.end()) {
-        return errors::Internal("task ", part.task, " did not return fetch '",
-                                fetches[index], "'");
-      }
-      (*fetch_out)[index] = *it->second;  // Shares the buffer.
-    }
-    if (metadata != nullptr && trace) {
-      for (DeviceStepStats& d :
-           *resps[i].mutable_step_stats()->mutable_dev_stats()) {
-        metadata->mutable_step_stats()->add_dev_stats()->Swap(&d);
-      }
+      if (it != by_key.end()) (*out)[index] = *it->second;  // Shares.
     }
   }
-  if (metadata != nullptr && options.output_partition_graphs()) {
-    for (const GraphDef& g : plan->partition_graphs) {
-      *metadata->add_partition_graphs() = g;
+}
+
+namespace {
+
+StatusOr<std::string> CanonicalTensorName(const std::string& name) {
+  ASSIGN_OR_RETURN(TensorId id, ParseTensorName(name));
+  return id.ToString();
+}
+
+}  // namespace
+
+Status MasterSession::PartialRunSetup(const std::vector<std::string>& feeds,
+                                      const std::vector<std::string>& fetches,
+                                      const std::vector<std::string>& targets,
+                                      std::string* handle) {
+  if (fetches.empty() && targets.empty()) {
+    return errors::InvalidArgument(
+        "PartialRunSetup needs at least one fetch or target");
+  }
+  ASSIGN_OR_RETURN(auto plan, GetPlan(feeds, fetches, targets));
+  auto run = std::make_shared<PartialStep>();
+  run->plan = plan;
+  run->step_id = NewId(56);
+  for (size_t i = 0; i < plan->info.feeds.size(); ++i) {
+    run->feed_index[plan->info.feeds[i].ToString()] = static_cast<int>(i);
+  }
+  for (size_t i = 0; i < plan->info.fetches.size(); ++i) {
+    if (!run->fetch_index
+             .emplace(plan->info.fetches[i].ToString(), static_cast<int>(i))
+             .second) {
+      return errors::InvalidArgument("PartialRunSetup: fetch '", fetches[i],
+                                     "' is listed twice");
     }
+  }
+  {
+    absl::MutexLock l(&run->mu);
+    run->fed.assign(plan->info.feeds.size(), false);
+    run->fetched.assign(plan->info.fetches.size(), false);
+  }
+  *handle = absl::StrCat(run->step_id, ";partial");
+  absl::MutexLock l(&mu_);
+  if (closed_) return errors::Cancelled("session has been closed");
+  partial_runs_[*handle] = run;
+  return absl::OkStatus();
+}
+
+Status MasterSession::PartialRun(const std::string& handle,
+                                 const RunOptions& options,
+                                 const NamedTensorList& feeds,
+                                 const std::vector<std::string>& fetches,
+                                 std::vector<Tensor>* fetch_out) {
+  std::shared_ptr<PartialStep> run;
+  {
+    absl::MutexLock l(&mu_);
+    auto it = partial_runs_.find(handle);
+    if (it == partial_runs_.end()) {
+      return errors::InvalidArgument(
+          "partial run handle '", Clip(handle),
+          "' is unknown: never set up, finished, or failed earlier");
+    }
+    run = it->second;
+  }
+  const StepPlan& plan = *run->plan;
+  std::vector<int> feed_ids, fetch_ids;
+  for (const auto& [name, value] : feeds) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name));
+    auto it = run->feed_index.find(canonical);
+    if (it == run->feed_index.end()) {
+      return errors::InvalidArgument(
+          "The feed ", name, " was not specified in partial_run_setup.");
+    }
+    const int i = it->second;
+    if (value.dtype() != plan.info.feed_types[i]) {
+      return errors::InvalidArgument(
+          "feed '", name, "' has dtype ", DataTypeString(value.dtype()),
+          " but the graph expects ", DataTypeString(plan.info.feed_types[i]));
+    }
+    if (!plan.feed_shapes[i].IsCompatibleWith(value.shape())) {
+      return errors::InvalidArgument("feed '", name, "' has shape ",
+                                     value.shape().DebugString(),
+                                     " but the placeholder's shape is ",
+                                     plan.feed_shapes[i].DebugString());
+    }
+    feed_ids.push_back(i);
+  }
+  for (const std::string& name : fetches) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(name));
+    auto it = run->fetch_index.find(canonical);
+    if (it == run->fetch_index.end()) {
+      return errors::InvalidArgument(
+          "The fetch ", name, " was not specified in partial_run_setup.");
+    }
+    fetch_ids.push_back(it->second);
+  }
+  bool last;
+  {
+    absl::MutexLock l(&run->mu);
+    if (run->busy) {
+      return errors::FailedPrecondition(
+          "partial run '", Clip(handle),
+          "' is already running a PartialRun: call them one at a time");
+    }
+    for (size_t k = 0; k < feed_ids.size(); ++k) {
+      if (run->fed[feed_ids[k]] ||
+          std::count(feed_ids.begin(), feed_ids.begin() + k, feed_ids[k])) {
+        return errors::InvalidArgument("The feed ", feeds[k].first,
+                                       " has already been fed.");
+      }
+    }
+    for (size_t k = 0; k < fetch_ids.size(); ++k) {
+      if (run->fetched[fetch_ids[k]] ||
+          std::count(fetch_ids.begin(), fetch_ids.begin() + k, fetch_ids[k])) {
+        return errors::InvalidArgument("The fetch ", fetches[k],
+                                       " has already been fetched.");
+      }
+    }
+    for (int i : feed_ids) run->fed[i] = true;
+    for (int i : fetch_ids) run->fetched[i] = true;
+    last = std::all_of(run->fed.begin(), run->fed.end(),
+                       [](bool b) { return b; }) &&
+           std::all_of(run->fetched.begin(), run->fetched.end(),
+                       [](bool b) { return b; });
+    run->busy = true;
+  }
+
+  // Every task gets a call (the first starts its partition), with the
+  // values it takes and the keys it gives.
+  absl::flat_hash_map<int, int> feed_slot, fetch_slot;  // id -> k.
+  for (size_t k = 0; k < feed_ids.size(); ++k) feed_slot[feed_ids[k]] = k;
+  for (size_t k = 0; k < fetch_ids.size(); ++k) fetch_slot[fetch_ids[k]] = k;
+  const size_t n = plan.parts.size();
+  std::vector<RunGraphRequest> reqs(n);
+  std::vector<RunGraphResponse> resps(n);
+  std::vector<NamedTensorList> sends(n), recvs(n);
+  for (size_t i = 0; i < n; ++i) {
+    const PartPlan& part = plan.parts[i];
+    reqs[i].set_is_partial(true);
+    reqs[i].set_is_last_partial_run(last);
+    for (const auto& [index, key] : part.feeds) {
+      auto it = feed_slot.find(index);
+      if (it != feed_slot.end()) {
+        sends[i].emplace_back(key, feeds[it->second].second);
+      }
+    }
+    for (const auto& [index, key] : part.fetches) {
+      if (fetch_slot.contains(index)) reqs[i].add_recv_key(key);
+    }
+  }
+  int64_t timeout_ms = options.timeout_in_ms();
+  if (timeout_ms <= 0) timeout_ms = config_.operation_timeout_in_ms();
+  Status status = RunParts(run->plan, run->step_id, timeout_ms, &reqs, &sends,
+                           &resps, &recvs);
+  if (!status.ok() || last) {
+    // The step is over on every task: release its rendezvous and handle.
+    CleanupStep(plan, run->step_id, /*wait=*/false);
+    absl::MutexLock l(&mu_);
+    partial_runs_.erase(handle);
+  }
+  {
+    absl::MutexLock l(&run->mu);
+    run->busy = false;
+  }
+  RETURN_IF_ERROR(status);
+  absl::flat_hash_map<int, Tensor> by_index;
+  CollectFetches(plan, &recvs, &by_index);
+  fetch_out->assign(fetches.size(), Tensor());
+  for (size_t k = 0; k < fetch_ids.size(); ++k) {
+    auto it = by_index.find(fetch_ids[k]);
+    if (it == by_index.end()) {
+      return errors::Internal("no task returned fetch '", fetches[k], "'");
+    }
+    (*fetch_out)[k] = it->second;
   }
   return absl::OkStatus();
 }
@@ -649,11 +888,17 @@ void MasterSession::Close() {
     closed_ = true;
   }
   running_steps_.StartCancel();
+  absl::flat_hash_map<std::string, std::shared_ptr<PartialStep>> partial;
   {
     absl::MutexLock l(&mu_);
     registered.swap(registered_);
     tasks = tasks_;
     plans_.clear();
+    partial.swap(partial_runs_);
+  }
+  // Partial runs between two PartialRuns still run on their tasks.
+  for (auto& [handle, run] : partial) {
+    CleanupStep(*run->plan, run->step_id, /*wait=*/true);
   }
   // Bounded: a task that is gone must not hold up closing.
   CallOptions opts;
@@ -742,10 +987,20 @@ Status Master::ExtendSession(const ExtendSessionRequest& request,
   return absl::OkStatus();
 }
 
-Status Master::PartialRunSetup(const PartialRunSetupRequest&,
-                               PartialRunSetupResponse*) {
-  return errors::Unimplemented(
-      "partial runs (PartialRunSetup) are not supported by this master");
+Status Master::PartialRunSetup(const PartialRunSetupRequest& request,
+                               PartialRunSetupResponse* response) {
+  RETURN_IF_ERROR(
+      recent_request_ids_.TrackUnique(request.request_id(), "PartialRunSetup"));
+  ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
+  std::vector<std::string> feeds(request.feed().begin(), request.feed().end());
+  std::vector<std::string> fetches(request.fetch().begin(),
+                                   request.fetch().end());
+  std::vector<std::string> targets(request.target().begin(),
+                                   request.target().end());
+  std::string handle;
+  RETURN_IF_ERROR(session->PartialRunSetup(feeds, fetches, targets, &handle));
+  response->set_partial_run_handle(handle);
+  return absl::OkStatus();
 }
 
 namespace {
@@ -771,9 +1026,6 @@ Status Master::RunStep(const RunStepRequest& request,
                        NamedTensorList* fetched) {
   RETURN_IF_ERROR(
       recent_request_ids_.TrackUnique(request.request_id(), "RunStep"));
-  if (!request.partial_run_handle().empty()) {
-    return errors::Unimplemented("partial runs are not supported");
-  }
   ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
   NamedTensorList all_feeds;
   RETURN_IF_ERROR(AddFeeds(request.feed(), &all_feeds));
@@ -783,8 +1035,18 @@ Status Master::RunStep(const RunStepRequest& request,
   std::vector<std::string> targets(request.target().begin(),
                                    request.target().end());
   std::vector<Tensor> out;
-  RETURN_IF_ERROR(session->Run(request.options(), all_feeds, fetches, targets,
-                               &out, response->mutable_metadata()));
+  if (!request.partial_run_handle().empty()) {
+    if (!targets.empty()) {
+      return errors::InvalidArgument(
+          "a partial run's targets are given to PartialRunSetup, not RunStep");
+    }
+    RETURN_IF_ERROR(session->PartialRun(request.partial_run_handle(),
+                                        request.options(), all_feeds, fetches,
+                                        &out));
+  } else {
+    RETURN_IF_ERROR(session->Run(request.options(), all_feeds, fetches, targets,
+                                 &out, response->mutable_metadata()));
+  }
   fetched->clear();
   for (size_t i = 0; i < out.size(); ++i) {
     fetched->emplace_back(fetches[i], std::move(out[i]));

@@ -8,7 +8,12 @@
 // step id, followed by CleanupGraph. Feeds travel inside the RunGraph
 // requests and fetches inside their responses, keyed by the rendezvous keys
 // of the _Recv/_Send nodes that stand for them (client_terminated), so a
-// worker treats them like any other transfer.
+// worker treats them like any other transfer. A partial run
+// (PartialRunSetup, then RunStep with its handle) is one step id over
+// several RunSteps: each sends every task a RunGraph with is_partial, the
+// values it feeds and the keys it fetches, and the tasks keep the step's
+// partitions running between them; the last one (every feed fed, every
+// fetch fetched), an error or Close ends the step with CleanupGraph.
 //
 // All methods block; the server runs them on its own threads.
 #ifndef RUNNEL_DISTRIBUTED_MASTER_H_

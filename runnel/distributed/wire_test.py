@@ -619,14 +619,25 @@ class Single:
                                 session_handle=self.handle,
                                 options=P.config.CallableOptions()))
 
-    def t_partial_run_unsupported(self):
-        # PartialRunSetup must answer (any non-OK status is fine, no hang).
-        try:
-            self.c.master("PartialRunSetup", P.master.PartialRunSetupRequest(
-                session_handle=self.handle, feed=["x:0"], fetch=["a:0"]))
-        except grpc.RpcError as e:
-            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
-                raise AssertionError("PartialRunSetup hung")
+    def t_partial_run(self):
+        # PartialRunSetup, then RunSteps with its handle: m is fetched
+        # before a, within one step, and the handle ends with the step.
+        resp = self.c.master("PartialRunSetup",
+                             P.master.PartialRunSetupRequest(
+                                 session_handle=self.handle, feed=["x:0"],
+                                 fetch=["m:0", "a:0"]))
+        h = resp.partial_run_handle
+        if not h:
+            raise AssertionError("empty partial_run_handle")
+        r = run_step(self.c, self.handle, [("x:0", float_tensor(X_VALS))],
+                     ["m:0"], partial_run_handle=h)
+        check_fetch(r.tensor[0], "m:0", [3], expected_m(X_VALS))
+        r = run_step(self.c, self.handle, [], ["a:0"], partial_run_handle=h)
+        check_fetch(r.tensor[0], "a:0", [3], expected_a(X_VALS))
+        self.c.expect_error(grpc.StatusCode.INVALID_ARGUMENT, "MasterService",
+                            "RunStep", P.master.RunStepRequest(
+                                session_handle=self.handle, fetch=["a:0"],
+                                partial_run_handle=h))
 
     def t_close(self):
         self.c.master("CloseSession", P.master.CloseSessionRequest(
@@ -876,7 +887,7 @@ class Single:
             ("ListDevices", self.t_list_devices),
             ("RunStep errors (status and in body)", self.t_run_errors),
             ("MakeCallable/RunCallable/ReleaseCallable", self.t_callables),
-            ("PartialRunSetup answers", self.t_partial_run_unsupported),
+            ("PartialRunSetup and partial RunSteps", self.t_partial_run),
             ("CloseSession, then RunStep fails", self.t_close),
             ("CreateSession with a bad graph fails", self.t_bad_create),
             ("unknown methods -> UNIMPLEMENTED", self.t_unknown_methods),

@@ -33,6 +33,32 @@ struct Worker::GraphItem {
   absl::flat_hash_map<std::string, DataType> feed_types;
 };
 
+struct Worker::PartialStep {
+  // Shared with active_steps_, so CleanupGraph can cancel it outside mu_.
+  std::shared_ptr<CancellationManager> cm =
+      std::make_shared<CancellationManager>();
+  StepResources step_resources;
+  std::shared_ptr<GraphItem> item;
+  std::shared_ptr<RemoteRendezvous> rendezvous;
+  absl::Mutex mu;
+  bool finished ABSL_GUARDED_BY(mu) = false;
+  Status status ABSL_GUARDED_BY(mu);  // The executor's, once finished.
+  // Run once the executor has finished.
+  std::vector<std::function<void()>> on_finish ABSL_GUARDED_BY(mu);
+
+  // Runs `fn` once the executor has finished (now if it has).
+  void WhenFinished(std::function<void()> fn) {
+    {
+      absl::MutexLock l(&mu);
+      if (!finished) {
+        on_finish.push_back(std::move(fn));
+        return;
+      }
+    }
+    fn();
+  }
+};
+
 struct Worker::WorkerSession {
   std::string handle;
   absl::Mutex mu;
@@ -247,10 +273,6 @@ void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
                               StatusCallback done) {
   Status s = recent_request_ids_.TrackUnique(request->request_id(), "RunGraph");
   if (!s.ok()) return done(s);
-  if (request->is_partial()) {
-    return done(
-        errors::Unimplemented("partial runs are not supported (", task_, ")"));
-  }
   StatusOr<std::shared_ptr<WorkerSession>> session = FindSession(
       request->session_handle(), request->create_worker_session_called());
   if (!session.ok()) return done(session.status());
@@ -304,6 +326,11 @@ void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
   for (int i = 0; i < request->recv_key_size(); ++i) {
     s = Rendezvous::ParseKey(request->recv_key(i), &recv_keys[i]);
     if (!s.ok()) return done(s);
+  }
+
+  if (request->is_partial()) {
+    return RunPartialGraph(*request, std::move(item), std::move(rendezvous),
+                           std::move(recv_keys), recv, std::move(done));
   }
 
   struct RunState {
@@ -399,6 +426,139 @@ void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
       });
 }
 
+void Worker::RunPartialGraph(const RunGraphRequest& request,
+                             std::shared_ptr<GraphItem> item,
+                             std::shared_ptr<RemoteRendezvous> rendezvous,
+                             std::vector<Rendezvous::ParsedKey> recv_keys,
+                             NamedTensorList* recv, StatusCallback done) {
+  const int64_t step_id = request.step_id();
+  const std::string graph = request.graph_handle();
+  std::shared_ptr<PartialStep> ps;
+  bool start = false;
+  {
+    absl::MutexLock l(&mu_);
+    if (shutting_down_) {
+      return done(errors::Aborted("worker ", task_, " is shutting down"));
+    }
+    std::shared_ptr<PartialStep>& slot = partial_steps_[step_id][graph];
+    if (slot == nullptr) {
+      slot = std::make_shared<PartialStep>();
+      slot->item = std::move(item);
+      slot->rendezvous = std::move(rendezvous);
+      active_steps_[step_id].insert(slot->cm);
+      start = true;
+    }
+    ps = slot;
+  }
+  if (start) {
+    PartitionedExecutor::Args args;
+    args.step_id = step_id;
+    args.cancellation_manager = ps->cm.get();
+    args.step_resources = &ps->step_resources;
+    args.rendezvous = ps->rendezvous.get();
+    args.run_first_inline = false;
+    ps->item->executor->RunAsync(args,
+                                 [this, ps, step_id](const Status& run_status) {
+                                   {
+                                     absl::MutexLock l(&mu_);
+                                     auto it = active_steps_.find(step_id);
+                                     if (it != active_steps_.end()) {
+                                       it->second.erase(ps->cm);
+                                       if (it->second.empty())
+                                         active_steps_.erase(it);
+                                     }
+                                   }
+                                   // A failed partition fails the fetches still
+                                   // waiting on it.
+                                   if (!run_status.ok())
+                                     ps->rendezvous->StartAbort(run_status);
+                                   std::vector<std::function<void()>> waiting;
+                                   {
+                                     absl::MutexLock l(&ps->mu);
+                                     ps->finished = true;
+                                     ps->status = run_status;
+                                     waiting.swap(ps->on_finish);
+                                   }
+                                   for (auto& fn : waiting) fn();
+                                 });
+  }
+
+  // Waits for every fetch of this call; a fetch that fails because the
+  // step failed reports the step's error, once the executor has ended.
+  struct Gather {
+    absl::Mutex mu;
+    size_t pending = 0;
+    Status status;           // The first fetch that failed.
+    bool from_step = false;  // ... because the rendezvous was aborted.
+  };
+  auto g = std::make_shared<Gather>();
+  g->pending = recv_keys.size();
+  const bool last = request.is_last_partial_run();
+  auto finish = std::make_shared<std::function<void()>>(
+      [this, ps, g, last, step_id, graph, done = std::move(done)] {
+        Status s;
+        bool wait;
+        {
+          absl::MutexLock l(&g->mu);
+          s = g->status;
+          wait = last || g->from_step;
+        }
+        if (!wait) return done(s);
+        ps->WhenFinished([this, ps, s, last, step_id, graph, done] {
+          Status result = s;
+          {
+            absl::MutexLock l(&ps->mu);
+            if (!ps->status.ok()) result = ps->status;
+          }
+          if (last) {
+            absl::MutexLock l(&mu_);
+            auto it = partial_steps_.find(step_id);
+            if (it != partial_steps_.end()) {
+              it->second.erase(graph);
+              if (it->second.empty()) partial_steps_.erase(it);
+            }
+          }
+          done(result);
+        });
+      });
+  recv->clear();
+  recv->reserve(recv_keys.size());  // The pointers below stay valid.
+  for (const Rendezvous::ParsedKey& key : recv_keys) {
+    recv->emplace_back(key.full_key, Tensor());
+  }
+  if (recv_keys.empty()) return (*finish)();
+  for (size_t i = 0; i < recv_keys.size(); ++i) {
+    auto* out = &(*recv)[i];
+    ps->rendezvous->RecvLocalAsync(
+        recv_keys[i],
+        [out, g, finish](const Status& status, const Rendezvous::Args&,
+                         const Rendezvous::Args&, const Tensor& value,
+                         bool is_dead) {
+          bool all;
+          {
+            absl::MutexLock l(&g->mu);
+            if (!status.ok()) {
+              if (g->status.ok()) {
+                g->status = status;
+                g->from_step = true;
+              }
+            } else if (is_dead) {
+              if (g->status.ok()) {
+                g->status = errors::InvalidArgument(
+                    "fetch '", out->first,
+                    "' has no value: it is dead (computed only on a branch "
+                    "of a conditional that was not taken)");
+              }
+            } else {
+              out->second = value;
+            }
+            all = --g->pending == 0;
+          }
+          if (all) (*finish)();
+        });
+  }
+}
+
 void Worker::CleanupGraphAsync(CallOptions*, const CleanupGraphRequest* request,
                                CleanupGraphResponse*, StatusCallback done) {
   const int64_t step_id = request->step_id();
@@ -414,6 +574,10 @@ void Worker::CleanupGraphAsync(CallOptions*, const CleanupGraphRequest* request,
   // step's completion takes mu_.
   for (auto& cm : cms) cm->StartCancel();
   rendezvous_mgr_->Cleanup(step_id);
+  {
+    absl::MutexLock l(&mu_);
+    partial_steps_.erase(step_id);
+  }
   done(absl::OkStatus());
 }
 

@@ -5,7 +5,9 @@
 // request and are left in the step's rendezvous, the fetches are returned
 // from it, and tensors on edges between tasks are pulled by the receiving
 // task with RecvTensor (RemoteRendezvous). CleanupGraph(step_id) ends a
-// step's rendezvous and cancels what still runs.
+// step's rendezvous and cancels what still runs. Partial runs (RunGraph
+// with is_partial) keep one step's executor running across several
+// RunGraphs.
 //
 // Sessions: CreateWorkerSession makes a namespace of registered graphs (and
 // of stateful kernels); requests with create_worker_session_called unset
@@ -22,6 +24,7 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -84,6 +87,18 @@ class Worker final : public WorkerInterface {
  private:
   struct GraphItem;
   struct WorkerSession;
+  struct PartialStep;
+
+  // RunGraph with is_partial (a step of the master's partial run): the
+  // first call for (step, graph) starts the partition's executor, which
+  // runs until the step ends; every call has fed its values (`send`) and
+  // waits for its fetches, which the partition sends as it gets there; the
+  // last call (is_last_partial_run) also waits for the executor to end.
+  void RunPartialGraph(const RunGraphRequest& request,
+                       std::shared_ptr<GraphItem> item,
+                       std::shared_ptr<RemoteRendezvous> rendezvous,
+                       std::vector<Rendezvous::ParsedKey> recv_keys,
+                       NamedTensorList* recv, StatusCallback done);
 
   StatusOr<std::shared_ptr<WorkerSession>> FindSession(
       const std::string& handle, bool create_worker_session_called);
@@ -104,6 +119,11 @@ class Worker final : public WorkerInterface {
   absl::flat_hash_map<int64_t,
                       absl::flat_hash_set<std::shared_ptr<CancellationManager>>>
       active_steps_ ABSL_GUARDED_BY(mu_);
+  // Partial steps by step id and graph handle, from their first RunGraph
+  // until their last or CleanupGraph.
+  absl::flat_hash_map<
+      int64_t, absl::flat_hash_map<std::string, std::shared_ptr<PartialStep>>>
+      partial_steps_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   // Logging: step stats kept while RPC logging is on.
   bool rpc_logging_ ABSL_GUARDED_BY(mu_) = false;
