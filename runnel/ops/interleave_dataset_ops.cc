@@ -71,6 +71,7 @@
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/shape_inference.h"
 #include "runnel/graph/gradients.h"
+#include "runnel/ops/dataset_kernel_util.h"
 
 namespace runnel {
 namespace {
@@ -92,20 +93,6 @@ int64_t NumSchedulableCpus() {
     if (n > 0) return n;
   }
   return std::max<int64_t>(1, std::thread::hardware_concurrency());
-}
-
-Status ReadElementSpec(OpKernelConstruction* c, DataTypeVector* dtypes,
-                       std::vector<PartialTensorShape>* shapes) {
-  std::vector<DataType> types;
-  RETURN_IF_ERROR(c->GetAttr("output_types", &types));
-  RETURN_IF_ERROR(c->GetAttr("output_shapes", shapes));
-  if (types.size() != shapes->size()) {
-    return errors::InvalidArgument("output_types has ", types.size(),
-                                   " entries but output_shapes has ",
-                                   shapes->size());
-  }
-  dtypes->assign(types.begin(), types.end());
-  return absl::OkStatus();
 }
 
 // Everything an interleave iterator needs, fixed when the dataset is made.
@@ -527,11 +514,8 @@ class InterleaveDatasetKernel : public OpKernel {
  public:
   InterleaveDatasetKernel(OpKernelConstruction* c, InterleaveOp op)
       : OpKernel(c), op_(op) {
-    OP_REQUIRES_OK(c, ReadElementSpec(c, &dtypes_, &shapes_));
-    auto it = c->attrs().find("f");
-    OP_REQUIRES(c, it != c->attrs().end() && it->second.has_func(),
-                errors::InvalidArgument("attr 'f' must be a function"));
-    func_ = it->second.func();
+    OP_REQUIRES_OK(c, dataset_util::ReadElementSpec(c, &spec_));
+    OP_REQUIRES_OK(c, dataset_util::ReadFuncAttr(c, "f", &func_));
     if (op_ == InterleaveOp::kV3 || op_ == InterleaveOp::kV4) {
       std::string deterministic;
       OP_REQUIRES_OK(c, c->GetAttr("deterministic", &deterministic));
@@ -607,8 +591,8 @@ class InterleaveDatasetKernel : public OpKernel {
     }
     InterleaveParams p;
     p.dataset_name = DatasetName();
-    p.dtypes = dtypes_;
-    p.shapes = shapes_;
+    p.dtypes = spec_.dtypes;
+    p.shapes = spec_.shapes;
     ASSIGN_OR_RETURN(p.cycle_length, Scalar(ctx, first, "cycle_length"));
     RETURN_IF_ERROR(
         CheckCount("cycle_length", p.cycle_length, kMaxCycleLength));
@@ -662,8 +646,7 @@ class InterleaveDatasetKernel : public OpKernel {
   }
 
   const InterleaveOp op_;
-  DataTypeVector dtypes_;
-  std::vector<PartialTensorShape> shapes_;
+  dataset_util::ElementSpec spec_;
   NameAttrList func_;
 };
 
