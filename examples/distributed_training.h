@@ -6,7 +6,9 @@
 //       --worker_hosts=127.0.0.1:2223,127.0.0.1:2224
 //       --job_name=worker --task_index=0
 //       [--sync_replicas --replicas_to_aggregate=2]         (one line)
-//   (or TF_CONFIG, as TensorFlow's TFConfigClusterResolver reads it)
+//   (or TF_CONFIG, as TensorFlow's TFConfigClusterResolver reads it, or
+//   the launcher's ranks: mpirun -np 3 fashion_mnist_mlp --cluster_from=mpi
+//   --jobs=ps=1,worker=2 --port_base=8888; srun with --cluster_from=slurm)
 //
 // scripts/local_cluster.sh starts such a cluster on loopback.
 //
@@ -84,11 +86,29 @@ inline int JobSize(const ClusterDef& cluster, const std::string& name) {
   return 0;
 }
 
-// The cluster from --ps_hosts/--worker_hosts/--job_name/--task_index, or
-// from TF_CONFIG; false for a single-process run. Starts this task's
-// server. Exits on bad flags.
+// The cluster from --ps_hosts/--worker_hosts/--job_name/--task_index, from
+// --cluster_from=mpi|slurm (the launcher's ranks) or from TF_CONFIG; false
+// for a single-process run. Starts this task's server. Exits on bad flags.
 inline bool SetUpCluster(const Flags& flags, ClusterContext* ctx) {
-  if (!flags.worker_hosts.empty()) {
+  if (!flags.cluster_from.empty()) {
+    if (flags.cluster_from != "mpi" && flags.cluster_from != "slurm") {
+      std::fprintf(stderr, "--cluster_from must be mpi or slurm, not '%s'\n",
+                   flags.cluster_from.c_str());
+      std::exit(2);
+    }
+    StatusOr<std::vector<std::pair<std::string, int>>> jobs =
+        ParseJobCounts(flags.jobs);
+    Die(jobs.status(), "--jobs");
+    const GetEnvFn getenv = [](const char* name) { return std::getenv(name); };
+    StatusOr<ClusterTask> t =
+        flags.cluster_from == "mpi"
+            ? ClusterFromMpi(*jobs, flags.port_base, "127.0.0.1", getenv)
+            : ClusterFromSlurm(*jobs, flags.port_base, getenv);
+    Die(t.status(), "--cluster_from");
+    ctx->cluster = t->cluster;
+    ctx->job = t->job;
+    ctx->task = t->task;
+  } else if (!flags.worker_hosts.empty()) {
     std::string spec = "worker=" + flags.worker_hosts;
     if (!flags.ps_hosts.empty()) spec = "ps=" + flags.ps_hosts + ";" + spec;
     StatusOr<ClusterDef> cluster = ParseClusterSpec(spec);

@@ -73,6 +73,13 @@ struct Flags {
   std::string ps_hosts, worker_hosts;  // "h:p,h:p"
   std::string job_name;                // "ps" or "worker"
   int task_index = 0;
+  // Or the cluster of the launcher that started this process: "mpi"
+  // (mpirun) or "slurm" (srun), with --jobs=ps=N,worker=M taking ranks in
+  // that order, each at port_base + its rank (mpi) or its index on its node
+  // (slurm).
+  std::string cluster_from;
+  std::string jobs = "ps=1,worker=2";
+  int port_base = 8888;
   bool sync_replicas = false;
   int replicas_to_aggregate = 0;  // 0: every worker.
   // A straggler: before 1 in 4 steps (at random) a worker sleeps a random
@@ -94,7 +101,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "[--save_every=%d] [--max_steps=N] [--logdir=DIR "
                  "[--summary_every=%d]] [--trace_step=N] [--ps_hosts=H:P,... "
                  "--worker_hosts=H:P,... --job_name=ps|worker "
-                 "--task_index=N [--sync_replicas] "
+                 "--task_index=N | --cluster_from=mpi|slurm "
+                 "[--jobs=ps=N,worker=M] [--port_base=P]] [--sync_replicas] "
                  "[--replicas_to_aggregate=N] [--straggler_ms=X]]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
                  f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
@@ -149,6 +157,12 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
       f->job_name = value;
     } else if (arg == "--task_index") {
       f->task_index = static_cast<int>(std::strtol(value.c_str(), &end, 10));
+    } else if (arg == "--cluster_from") {
+      f->cluster_from = value;
+    } else if (arg == "--jobs") {
+      f->jobs = value;
+    } else if (arg == "--port_base") {
+      f->port_base = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--straggler_ms") {
       f->straggler_ms = std::strtod(value.c_str(), &end);
     } else if (arg == "--replicas_to_aggregate") {
