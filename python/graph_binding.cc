@@ -223,7 +223,7 @@ std::vector<std::optional<Endpoint>> Gradients(
     const std::vector<Endpoint>& xs,
     const std::vector<std::optional<Endpoint>>& grad_ys,
     const std::string& name_scope, const std::string& gradients_name,
-    const std::vector<Endpoint>& stop_gradients) {
+    const std::vector<Endpoint>& stop_gradients, bool colocate) {
   std::vector<Output> outputs, inputs, grad_inputs;
   for (const Endpoint& e : ys) outputs.push_back(OutputOrThrow(g, e));
   for (const Endpoint& e : xs) inputs.push_back(OutputOrThrow(g, e));
@@ -238,6 +238,7 @@ std::vector<std::optional<Endpoint>> Gradients(
   GradientOptions options;
   options.scope_name = gradients_name;
   options.null_for_unconnected = true;  // tf.gradients' None.
+  options.colocate_gradients_with_ops = colocate;
   std::vector<Output> grads;
   const Status s = AddSymbolicGradients(scope, outputs, inputs, grad_inputs,
                                         options, &grads);
@@ -289,7 +290,7 @@ void RegisterGraphBindings(py::module_& m) {
       .def("import_graph_def", &ImportGraphDefBytes)
       .def("gradients", &Gradients, py::arg("ys"), py::arg("xs"),
            py::arg("grad_ys"), py::arg("name_scope"), py::arg("gradients_name"),
-           py::arg("stop_gradients"));
+           py::arg("stop_gradients"), py::arg("colocate") = false);
   RegisterControlFlowBindings(graph_class);
   RegisterFunctionBindings(graph_class);
 }

@@ -232,3 +232,26 @@ def test_raw_ops_take_keywords():
         assert sess.run(m).tolist() == [[5.0]]
     with pytest.raises(TypeError, match="keyword"):
         tf.raw_ops.MatMul(a, a)
+
+
+def test_gradients_colocated_with_their_ops():
+    """tf.gradients(colocate_gradients_with_ops=True): each op's gradient
+    ops are in its colocation group (TF's tower recipe), same values."""
+    for colocate in (False, True):
+        with tf.Graph().as_default() as g:
+            x = tf.placeholder(tf.float32, shape=[2])
+            with tf.device("/cpu:0"):
+                h = tf.tanh(x, name="h")
+            y = tf.reduce_sum(h * x, name="y")
+            (dx,) = tf.gradients(y, [x], colocate_gradients_with_ops=colocate)
+            grad_ops = [op for op in g.get_operations()
+                        if op.name.startswith("gradients/h_grad/")]
+            assert grad_ops
+            for op in grad_ops:
+                want = [b"loc:@h"] if colocate else [b"loc:@" + op.name.encode()]
+                assert op.colocation_groups() == want, op.name
+            with tf.Session() as sess:
+                v = np.array([0.5, -2.0], np.float32)
+                got = sess.run(dx, {x: v})
+            t = np.tanh(v)
+            np.testing.assert_allclose(got, t + v * (1 - t * t), rtol=1e-6)

@@ -384,10 +384,11 @@ void SymbolicGradientBuilder::MarkOnPath() {
 const Scope& SymbolicGradientBuilder::NodeScope(const Node* n) {
   auto it = node_scopes_.find(n->id());
   if (it == node_scopes_.end()) {
-    it = node_scopes_
-             .emplace(n->id(),
-                      grad_scope_.NewSubScope(absl::StrCat(n->name(), "_grad")))
-             .first;
+    Scope s = grad_scope_.NewSubScope(absl::StrCat(n->name(), "_grad"));
+    if (options_.colocate_gradients_with_ops) {
+      s = s.ColocateWith(Operation(const_cast<Node*>(n)));
+    }
+    it = node_scopes_.emplace(n->id(), std::move(s)).first;
   }
   return it->second;
 }

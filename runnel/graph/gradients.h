@@ -152,6 +152,11 @@ struct GradientOptions {
   // An input that no gradient reaches gets a null Output (tf.gradients'
   // None, which optimizers skip) instead of zeros.
   bool null_for_unconnected = false;
+  // The gradient nodes of each op are colocated with it (TF's
+  // colocate_gradients_with_ops: Scope::ColocateWith, so they are placed on
+  // its device, a tower's gradients on that tower), and so is the sum of
+  // the gradients reaching each of its outputs.
+  bool colocate_gradients_with_ops = false;
 };
 
 // Adds to `scope`'s graph the gradients of `outputs` with respect to

@@ -297,6 +297,48 @@ TEST(GradientsTest, UnreachableInputIsAnErrorWhenAsked) {
   EXPECT_THAT(s.message(), HasSubstr("unreachable"));
 }
 
+// colocate_gradients_with_ops: each op's gradient nodes join its
+// colocation group (so they are placed on its device), and the gradient is
+// the same. y = tanh(x^2) * x: dy/dx = tanh(x^2) + 2x^2 (1 - tanh(x^2)^2).
+TEST(GradientsTest, ColocatedGradientsJoinTheirOpsGroups) {
+  for (bool colocate : {false, true}) {
+    Scope root = Scope::NewRootScope();
+    auto x = ops::Placeholder(root.WithOpName("x"), DT_DOUBLE);
+    auto th =
+        ops::Tanh(root.WithOpName("th"), ops::Square(root.WithOpName("sq"), x));
+    auto y = ops::Mul(root.WithOpName("y"), th, x);
+    GradientOptions options;
+    options.colocate_gradients_with_ops = colocate;
+    Outputs d;
+    ASSERT_OK(AddSymbolicGradients(root, {y}, {x}, {Output()}, options, &d));
+    std::set<std::string> colocated;
+    for (Node* n : root.graph()->nodes()) {
+      for (const std::string op : {"sq", "th", "y"}) {
+        if (n->name().rfind("gradients/" + op + "_grad/", 0) != 0) continue;
+        std::vector<std::string> classes;
+        const bool has = GetAttr(n->attrs(), "_class", &classes).ok();
+        if (!colocate) {
+          EXPECT_FALSE(has) << n->name();
+          continue;
+        }
+        ASSERT_TRUE(has) << n->name();
+        EXPECT_EQ(classes, std::vector<std::string>{"loc:@" + op}) << n->name();
+        colocated.insert(op);
+      }
+    }
+    if (colocate) {
+      EXPECT_EQ(colocated, (std::set<std::string>{"sq", "th", "y"}));
+    }
+    auto out = Eval(root, d, {{x, Doubles({0.5, -2}, {2})}});
+    std::vector<double> want;
+    for (double v : {0.5, -2.0}) {
+      const double t = std::tanh(v * v);
+      want.push_back(t + 2 * v * v * (1 - t * t));
+    }
+    ExpectTensorNear<double>(out[0], Doubles(want, {2}), 1e-12);
+  }
+}
+
 TEST(GradientsTest, StopGradientBlocksItsPath) {
   // y = x * stop(x): only the direct path counts, dy/dx = x.
   Scope root = Scope::NewRootScope();

@@ -54,7 +54,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                                         [(x.op.name, x.value_index) for x in xs], gys,
                                         "", scope,
                                         [(s.op.name, s.value_index) for s in
-                                         (_tensor(g, s, "stop_gradients") for s in stops)])
+                                         (_tensor(g, s, "stop_gradients") for s in stops)],
+                                        bool(colocate_gradients_with_ops))
             finally:
                 g._sync()
     out = []
