@@ -226,7 +226,7 @@ struct MasterSession::PartialStep {
   int64_t step_id = 0;
   absl::flat_hash_map<std::string, int> feed_index, fetch_index;
   absl::Mutex mu;
-  std::vector<bool> fed ABSL_GUARDED_BY(mu), fetched ABSL_GUARDED_BY(mu);
+  PartialRunProgress progress ABSL_GUARDED_BY(mu);
   // A PartialRun is in flight (they are serialised per step).
   bool busy ABSL_GUARDED_BY(mu) = false;
 };
@@ -739,8 +739,8 @@ Status MasterSession::PartialRunSetup(const std::vector<std::string>& feeds,
   }
   {
     absl::MutexLock l(&run->mu);
-    run->fed.assign(plan->info.feeds.size(), false);
-    run->fetched.assign(plan->info.fetches.size(), false);
+    run->progress =
+        PartialRunProgress(plan->info.feeds.size(), plan->info.fetches.size());
   }
   *handle = absl::StrCat(run->step_id, ";partial");
   absl::MutexLock l(&mu_);
@@ -775,17 +775,8 @@ Status MasterSession::PartialRun(const std::string& handle,
           "The feed ", name, " was not specified in partial_run_setup.");
     }
     const int i = it->second;
-    if (value.dtype() != plan.info.feed_types[i]) {
-      return errors::InvalidArgument(
-          "feed '", name, "' has dtype ", DataTypeString(value.dtype()),
-          " but the graph expects ", DataTypeString(plan.info.feed_types[i]));
-    }
-    if (!plan.feed_shapes[i].IsCompatibleWith(value.shape())) {
-      return errors::InvalidArgument("feed '", name, "' has shape ",
-                                     value.shape().DebugString(),
-                                     " but the placeholder's shape is ",
-                                     plan.feed_shapes[i].DebugString());
-    }
+    RETURN_IF_ERROR(CheckFeedValue(name, value, plan.info.feed_types[i],
+                                   plan.feed_shapes[i]));
     feed_ids.push_back(i);
   }
   for (const std::string& name : fetches) {
@@ -805,26 +796,11 @@ Status MasterSession::PartialRun(const std::string& handle,
           "partial run '", Clip(handle),
           "' is already running a PartialRun: call them one at a time");
     }
-    for (size_t k = 0; k < feed_ids.size(); ++k) {
-      if (run->fed[feed_ids[k]] ||
-          std::count(feed_ids.begin(), feed_ids.begin() + k, feed_ids[k])) {
-        return errors::InvalidArgument("The feed ", feeds[k].first,
-                                       " has already been fed.");
-      }
-    }
-    for (size_t k = 0; k < fetch_ids.size(); ++k) {
-      if (run->fetched[fetch_ids[k]] ||
-          std::count(fetch_ids.begin(), fetch_ids.begin() + k, fetch_ids[k])) {
-        return errors::InvalidArgument("The fetch ", fetches[k],
-                                       " has already been fetched.");
-      }
-    }
-    for (int i : feed_ids) run->fed[i] = true;
-    for (int i : fetch_ids) run->fetched[i] = true;
-    last = std::all_of(run->fed.begin(), run->fed.end(),
-                       [](bool b) { return b; }) &&
-           std::all_of(run->fetched.begin(), run->fetched.end(),
-                       [](bool b) { return b; });
+    std::vector<std::string> feed_names;
+    for (const auto& [name, value] : feeds) feed_names.push_back(name);
+    RETURN_IF_ERROR(
+        run->progress.Mark(feed_ids, feed_names, fetch_ids, fetches));
+    last = run->progress.complete();
     run->busy = true;
   }
 

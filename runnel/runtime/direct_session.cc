@@ -218,8 +218,7 @@ struct PartialRun {
   std::vector<Rendezvous::ParsedKey> feed_keys, fetch_keys;
 
   absl::Mutex mu;
-  std::vector<bool> fed ABSL_GUARDED_BY(mu);
-  std::vector<bool> fetched ABSL_GUARDED_BY(mu);
+  PartialRunProgress progress ABSL_GUARDED_BY(mu);
   Status status ABSL_GUARDED_BY(mu);  // The step's, once it ended.
 };
 
@@ -687,8 +686,7 @@ Status DirectSession::PRunSetup(const std::vector<std::string>& input_names,
   }
   {
     absl::MutexLock l(&run->mu);
-    run->fed.assign(info.feeds.size(), false);
-    run->fetched.assign(info.fetches.size(), false);
+    run->progress = PartialRunProgress(info.feeds.size(), info.fetches.size());
   }
   run->frame = std::make_unique<StepCallFrame>(run->no_inputs, 0);
   PartitionedExecutor::Args args;
@@ -775,22 +773,10 @@ Status DirectSession::PRun(
   {
     absl::MutexLock l(&run->mu);
     if (!run->status.ok()) return run->status;
-    for (size_t k = 0; k < feeds.size(); ++k) {
-      if (run->fed[feeds[k]] ||
-          std::count(feeds.begin(), feeds.begin() + k, feeds[k]) > 0) {
-        return errors::InvalidArgument("The feed ", inputs[k].first,
-                                       " has already been fed.");
-      }
-    }
-    for (size_t k = 0; k < fetches.size(); ++k) {
-      if (run->fetched[fetches[k]] ||
-          std::count(fetches.begin(), fetches.begin() + k, fetches[k]) > 0) {
-        return errors::InvalidArgument("The fetch ", output_names[k],
-                                       " has already been fetched.");
-      }
-    }
-    for (int i : feeds) run->fed[i] = true;
-    for (int i : fetches) run->fetched[i] = true;
+    std::vector<std::string> feed_names;
+    for (const auto& [name, value] : inputs) feed_names.push_back(name);
+    RETURN_IF_ERROR(
+        run->progress.Mark(feeds, feed_names, fetches, output_names));
   }
 
   for (size_t k = 0; k < feeds.size(); ++k) {
@@ -829,10 +815,7 @@ Status DirectSession::PRun(
   bool complete;
   {
     absl::MutexLock l(&run->mu);
-    complete = std::all_of(run->fed.begin(), run->fed.end(),
-                           [](bool b) { return b; }) &&
-               std::all_of(run->fetched.begin(), run->fetched.end(),
-                           [](bool b) { return b; });
+    complete = run->progress.complete();
   }
   if (!complete) return absl::OkStatus();
   // Every feed is in and every fetch out: the step finishes on its own.

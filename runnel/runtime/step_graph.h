@@ -28,6 +28,31 @@ std::vector<PartialTensorShape> DeclaredFeedShapes(const Graph& full,
 Status CheckFeedValues(
     const PruneInfo& info, const std::vector<PartialTensorShape>& feed_shapes,
     const std::vector<std::pair<std::string, Tensor>>& inputs);
+// The same for one feed `name` whose graph dtype is `want`.
+Status CheckFeedValue(const std::string& name, const Tensor& t, DataType want,
+                      const PartialTensorShape& shape);
+
+// Which feeds and fetches of one partial run (Session::PRunSetup/PRun) have
+// been given; each is given once. Not thread-safe: the caller locks.
+class PartialRunProgress {
+ public:
+  PartialRunProgress() = default;
+  PartialRunProgress(size_t num_feeds, size_t num_fetches)
+      : fed_(num_feeds, false), fetched_(num_fetches, false) {}
+
+  // Marks the feeds and fetches of one PRun (indices into the setup's
+  // lists; the names as the caller gave them, for errors). InvalidArgument,
+  // marking nothing, when one was given before or twice here.
+  Status Mark(const std::vector<int>& feeds,
+              const std::vector<std::string>& feed_names,
+              const std::vector<int>& fetches,
+              const std::vector<std::string>& fetch_names);
+  // Every feed fed and every fetch fetched.
+  bool complete() const;
+
+ private:
+  std::vector<bool> fed_, fetched_;
+};
 
 // Assigns each unplaced node of `g` (the _Arg/_Retval nodes pruning added)
 // the device of its tensor: a feed its first placed consumer's, a fetch its
