@@ -927,6 +927,9 @@ class ScanKernel : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(
         ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    // Nothing to scan; the loops below would still walk every outer index
+    // of an empty x (2^40 of them for shape [2^40, 0] along axis 1).
+    if (x.NumElements() == 0) return;
     int64_t outer = 1, inner = 1;
     for (int d = 0; d < axis; ++d) outer *= x.dim_size(d);
     for (int d = axis + 1; d < rank; ++d) inner *= x.dim_size(d);
