@@ -196,6 +196,16 @@ void LocalClusterProcesses::Kill(const std::string& job, int task) {
   t->pid = -1;
 }
 
+void LocalClusterProcesses::Pause(const std::string& job, int task) {
+  Task* t = Find(job, task);
+  if (t != nullptr && t->pid >= 0) kill(t->pid, SIGSTOP);
+}
+
+void LocalClusterProcesses::Resume(const std::string& job, int task) {
+  Task* t = Find(job, task);
+  if (t != nullptr && t->pid >= 0) kill(t->pid, SIGCONT);
+}
+
 Status LocalClusterProcesses::Restart(const std::string& job, int task) {
   Task* t = Find(job, task);
   if (t == nullptr) return errors::NotFound("no task ", TaskName(job, task));
@@ -205,7 +215,9 @@ Status LocalClusterProcesses::Restart(const std::string& job, int task) {
 
 LocalClusterProcesses::~LocalClusterProcesses() {
   for (Task& t : tasks_) {
-    if (t.pid > 0) kill(t.pid, SIGTERM);
+    if (t.pid <= 0) continue;
+    kill(t.pid, SIGTERM);
+    kill(t.pid, SIGCONT);  // A paused task gets its SIGTERM too.
   }
   for (Task& t : tasks_) {
     if (t.pid <= 0) continue;

@@ -58,6 +58,10 @@ class LocalClusterProcesses {
   std::string target(const std::string& job, int task) const;
   // Kills one task at once (SIGKILL) and reaps it.
   void Kill(const std::string& job, int task);
+  // Stops one task (SIGSTOP: it hangs, its connections stay open) and lets
+  // it go on (SIGCONT).
+  void Pause(const std::string& job, int task);
+  void Resume(const std::string& job, int task);
   // Starts a killed task again on its port (a fresh incarnation).
   Status Restart(const std::string& job, int task);
   const ClusterDef& cluster() const { return cluster_; }

@@ -18,6 +18,10 @@
 // ops touch files (savers, readers) from every client, as `runnel run` does
 // by default; TensorFlow's servers (and ours by default) run whatever a
 // client that can connect sends, so keep them on loopback or behind TLS.
+// --health_check_ms N: while a step of this server's master runs, a task
+// that does not answer GetStatus within N ms (default 5000; 0: no checks)
+// fails the step with Unavailable naming it (a hung task, not only a dead
+// one, ends the step).
 //
 // It prints one line when it is serving, then runs until a signal:
 //   runnel server: /job:worker/replica:0/task:0 listening on 127.0.0.1:2223
@@ -46,7 +50,8 @@ int ServerUsage() {
          "                     [--port P] [--bind ADDR] [--port_base P] "
          "[--mpi_host H]\n"
          "                     [--device_count CPU=N] [--tls_cert F "
-         "--tls_key F --tls_ca F] [--untrusted]\n";
+         "--tls_key F --tls_ca F] [--untrusted]\n"
+         "                     [--health_check_ms N]\n";
   return 2;
 }
 
@@ -65,7 +70,7 @@ void EnableGrpcSessions(const std::string& tls_cert, const std::string& tls_key,
 int ServerCommand(const std::vector<std::string>& args) {
   std::string cluster_spec, job, jobs_spec, bind = "127.0.0.1";
   std::string mpi_host = "127.0.0.1";
-  int task = -1, port = -1, port_base = 8888;
+  int task = -1, port = -1, port_base = 8888, health_ms = 0;
   bool slurm = false, mpi = false;
   ConfigProto config;
   ServerOptions options;
@@ -91,6 +96,8 @@ int ServerCommand(const std::vector<std::string>& args) {
     } else if (a == "--mpi_host" && value(&mpi_host)) {
     } else if (a == "--untrusted") {
       options.untrusted = true;
+    } else if (a == "--health_check_ms" && int_value(&health_ms, 0, 1 << 30)) {
+      options.health_check_timeout_ms = health_ms;
     } else if (a == "--slurm") {
       slurm = true;
     } else if (a == "--mpi") {

@@ -213,6 +213,104 @@ TEST(DistributedProcessTest, AWorkerKilledMidStepFailsTheStep) {
   EXPECT_LT(secs, 20.0);
 }
 
+// A task that hangs instead of dying (SIGSTOP: its connections stay open,
+// nothing answers) fails the step by the master's health checks (Note
+// [Health checks], master.cc), with Unavailable naming it, well before the
+// step's own 60 s timeout; once it goes on, steps run on it again.
+TEST(DistributedProcessTest, AHungWorkerFailsItsHealthCheck) {
+  auto cluster =
+      LocalClusterProcesses::Create(RUNNEL_BINARY, {{"ps", 1}, {"worker", 2}});
+  ASSERT_OK(cluster.status());
+  GraphDef g;
+  ASSERT_OK(
+      ParseGraphDefText(R"pb(
+                          node {
+                            name: "x"
+                            op: "Placeholder"
+                            device: "/job:worker/replica:0/task:1/device:CPU:0"
+                            attr {
+                              key: "dtype"
+                              value { type: DT_FLOAT }
+                            }
+                          }
+                          node {
+                            name: "q"
+                            op: "FIFOQueueV2"
+                            device: "/job:worker/replica:0/task:1/device:CPU:0"
+                            attr {
+                              key: "component_types"
+                              value { list { type: DT_FLOAT } }
+                            }
+                          }
+                          node {
+                            name: "enqueue"
+                            op: "QueueEnqueueV2"
+                            input: "q"
+                            input: "x"
+                            device: "/job:worker/replica:0/task:1/device:CPU:0"
+                            attr {
+                              key: "Tcomponents"
+                              value { list { type: DT_FLOAT } }
+                            }
+                          }
+                          node {
+                            name: "d"
+                            op: "QueueDequeueV2"
+                            input: "q"
+                            device: "/job:worker/replica:0/task:1/device:CPU:0"
+                            attr {
+                              key: "component_types"
+                              value { list { type: DT_FLOAT } }
+                            }
+                          }
+                          node {
+                            name: "y"
+                            op: "Neg"
+                            input: "d"
+                            device: "/job:worker/replica:0/task:0/device:CPU:0"
+                            attr {
+                              key: "T"
+                              value { type: DT_FLOAT }
+                            }
+                          }
+                        )pb",
+                        &g));
+  SessionOptions o;
+  o.target = (*cluster)->target("worker", 0);
+  o.config.set_operation_timeout_in_ms(60000);
+  auto session = NewGrpcSession(o);
+  ASSERT_OK(session.status());
+  ASSERT_OK((*session)->Create(g));
+  // The dequeue waits on worker 1's empty queue; worker 1 then hangs.
+  std::thread pauser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    (*cluster)->Pause("worker", 1);
+  });
+  std::vector<Tensor> out;
+  const auto t0 = std::chrono::steady_clock::now();
+  Status s = (*session)->Run({}, {"y"}, {}, &out);
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  pauser.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(),
+                                "task /job:worker/replica:0/task:1 failed its "
+                                "health check"))
+      << s;
+  // 0.5 s, then at most a 1 s interval and the 5 s check (with slack for a
+  // loaded machine); the step's own timeout is 60 s.
+  EXPECT_LT(secs, 30.0);
+  EXPECT_GT(secs, 0.5);
+
+  // It goes on: the same session's steps run on it again.
+  (*cluster)->Resume("worker", 1);
+  ASSERT_OK((*session)->Run({{"x", Tensor::Scalar<float>(2.f)}}, {},
+                            {"enqueue"}, nullptr));
+  ASSERT_OK((*session)->Run({}, {"y"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[0], -2.f);
+}
+
 // Between-graph asynchronous training (whitepaper §3.3): each worker's
 // graph adds its own constant to the PS variable w (worker 0 adds 1, worker 1
 // adds 10). A killed worker fails only its own client's steps; the chief and

@@ -76,7 +76,40 @@ Status ParallelCalls(size_t n,
   return st->status;
 }
 
+// Cancelled and Aborted are what a step's other parts report once one
+// part's failure ended it: the failure itself is the cause to report.
+bool IsDerivedError(const Status& s) {
+  return s.code() == absl::StatusCode::kCancelled ||
+         s.code() == absl::StatusCode::kAborted;
+}
+
 }  // namespace
+
+// What RunParts shares with its calls' callbacks, which may outlive it.
+struct RunState {
+  absl::Mutex mu;
+  Status status;  // The first failure (a derived one gives way to its cause).
+  size_t pending = 0;
+  bool aborted = false;
+  // Why to end the step before its parts answer: a failed health check.
+  Status stop;
+
+  // Ends the step for `why` (its status unless a cause came first).
+  void Stop(const Status& why) {
+    absl::MutexLock l(&mu);
+    if (stop.ok()) stop = why;
+    if (status.ok() || IsDerivedError(status)) status = why;
+    aborted = true;
+  }
+};
+
+// One GetStatus health check (Note [Health checks]) and its answer.
+struct HealthPing {
+  CallOptions opts;
+  GetStatusRequest req;
+  GetStatusResponse resp;
+  absl::Notification answered;
+};
 
 // One task's share of a step signature.
 struct PartPlan {
@@ -175,13 +208,18 @@ class MasterSession {
   void CleanupStep(const StepPlan& plan, int64_t step_id, bool wait);
   // Sends reqs[i] (with sends[i] beside it) to the task of plan->parts[i]
   // and waits for every answer, bounded by `timeout_ms` when > 0. The first
-  // failure (or the timeout, DeadlineExceeded) ends the step on every task
-  // and is returned; Close cancels the wait.
+  // failure (or the timeout, DeadlineExceeded, or a failed health check)
+  // ends the step on every task and is returned; Close cancels the wait.
   Status RunParts(const std::shared_ptr<StepPlan>& plan, int64_t step_id,
                   int64_t timeout_ms, std::vector<RunGraphRequest>* reqs,
                   std::vector<NamedTensorList>* sends,
                   std::vector<RunGraphResponse>* resps,
                   std::vector<NamedTensorList>* recvs);
+  // Sends a GetStatus to every other task of `plan` that has no question
+  // pending (Note [Health checks]); a failed one stops `st`.
+  void CheckHealth(const StepPlan& plan, int64_t step_id,
+                   const std::shared_ptr<RunState>& st,
+                   std::vector<std::shared_ptr<HealthPing>>* pings);
   // The fetches the tasks of `plan` returned (recvs[i] from part i), by
   // fetch index; the tensors share the received buffers.
   static void CollectFetches(const StepPlan& plan,
@@ -603,13 +641,7 @@ Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
                                std::vector<NamedTensorList>* recvs) {
   const size_t n = plan->parts.size();
   std::vector<CallOptions> opts(n);
-  struct State {
-    absl::Mutex mu;
-    Status status;
-    size_t pending = 0;
-    bool aborted = false;
-  };
-  auto st = std::make_shared<State>();
+  auto st = std::make_shared<RunState>();
   st->pending = n;
   const CancellationManager::Token token = running_steps_.NewToken();
   if (!running_steps_.RegisterCallback(token, [this, st, plan, step_id] {
@@ -642,19 +674,16 @@ Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
         config_.rpc_options().runnel_float_transfer_as_bfloat16());
     if (timeout_ms > 0) opts[i].SetTimeout(timeout_ms);
   }
-  auto derived = [](const Status& x) {
-    return x.code() == absl::StatusCode::kCancelled ||
-           x.code() == absl::StatusCode::kAborted;
-  };
   for (size_t i = 0; i < n; ++i) {
     plan->parts[i].worker->RunGraphRawAsync(
         &opts[i], &(*reqs)[i], &(*sends)[i], &(*resps)[i], &(*recvs)[i],
-        [this, st, plan, step_id, derived](const Status& s) {
+        [this, st, plan, step_id](const Status& s) {
           bool abort = false;
           {
             absl::MutexLock l(&st->mu);
             if (!s.ok()) {
-              if (st->status.ok() || (derived(st->status) && !derived(s))) {
+              if (st->status.ok() ||
+                  (IsDerivedError(st->status) && !IsDerivedError(s))) {
                 st->status = s;
               }
               if (!st->aborted) abort = st->aborted = true;
@@ -671,17 +700,42 @@ Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
     st->mu.AssertHeld();
     return st->pending == 0;
   };
+  // Waits for every part, the step's deadline or a failed health check
+  // (Note [Health checks]), asking the other tasks for GetStatus meanwhile.
+  const int64_t check_ms = env_.health_check_timeout_ms;
+  const absl::Duration interval =
+      absl::Milliseconds(std::clamp<int64_t>(check_ms / 2, 1, 1000));
+  const absl::Time deadline = timeout_ms > 0
+                                  ? absl::Now() + absl::Milliseconds(timeout_ms)
+                                  : absl::InfiniteFuture();
+  auto settled = [st] {
+    st->mu.AssertHeld();
+    return st->pending == 0 || !st->stop.ok();
+  };
+  std::vector<std::shared_ptr<HealthPing>> pings(n);
   bool timed_out = false;
+  Status stop;
   {
     absl::MutexLock l(&st->mu);
-    if (timeout_ms > 0) {
-      timed_out = !st->mu.AwaitWithTimeout(absl::Condition(&done),
-                                           absl::Milliseconds(timeout_ms));
-    } else {
-      st->mu.Await(absl::Condition(&done));
+    for (;;) {
+      const absl::Time wake =
+          check_ms > 0 ? std::min(deadline, absl::Now() + interval) : deadline;
+      if (st->mu.AwaitWithDeadline(absl::Condition(&settled), wake)) break;
+      if (absl::Now() >= deadline) {
+        timed_out = true;
+        break;
+      }
+      st->mu.Unlock();
+      CheckHealth(*plan, step_id, st, &pings);
+      st->mu.Lock();
     }
+    stop = st->stop;
   }
-  if (timed_out) {
+  // Answers still on their way no longer matter.
+  for (const auto& p : pings) {
+    if (p != nullptr) p->opts.StartCancel();
+  }
+  if (timed_out || !stop.ok()) {
     CleanupStep(*plan, step_id, /*wait=*/false);
     for (CallOptions& o : opts) o.StartCancel();
   }
@@ -690,6 +744,73 @@ Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
   return timed_out ? errors::DeadlineExceeded("step timed out after ",
                                               timeout_ms, " ms")
                    : st->status;
+}
+
+// Note [Health checks]
+// A task whose process dies is noticed at once: its connections reset, and
+// every call to it fails with Unavailable. A task that hangs (stopped,
+// swapping, behind a network partition that drops packets) is not: its
+// RunGraph never answers, nor do the RecvTensors other tasks wait on, and
+// the step would last until its timeout, or forever without one (TF 1.x
+// has the same hole). So while a step runs, the master asks every other
+// task of the step for GetStatus every min(1 s, health_check_timeout_ms / 2)
+// (one question at a time per task; a step that ends sooner asks nothing).
+// An answer that does not come within health_check_timeout_ms, an error, or
+// devices of another incarnation (the task restarted, and the step's
+// partitions on it are gone) ends the step on every task with Unavailable
+// naming the task. The master's own task runs the master: it needs no check.
+void MasterSession::CheckHealth(
+    const StepPlan& plan, int64_t step_id, const std::shared_ptr<RunState>& st,
+    std::vector<std::shared_ptr<HealthPing>>* pings) {
+  const int64_t check_ms = env_.health_check_timeout_ms;
+  for (size_t i = 0; i < plan.parts.size(); ++i) {
+    const PartPlan& part = plan.parts[i];
+    if (part.task == env_.local_task) continue;
+    auto& p = (*pings)[i];
+    if (p != nullptr && !p->answered.HasBeenNotified()) continue;  // Asked.
+    p = std::make_shared<HealthPing>();
+    p->opts.SetTimeout(check_ms);
+    std::vector<std::pair<std::string, uint64_t>> expected;
+    {
+      absl::MutexLock l(&mu_);
+      for (const auto& [device, incarnation] : incarnations_) {
+        if (TaskOf(device) == part.task) {
+          expected.emplace_back(device, incarnation);
+        }
+      }
+    }
+    part.worker->GetStatusAsync(
+        &p->opts, &p->req, &p->resp,
+        [st, p, task = part.task, step_id, check_ms,
+         expected = std::move(expected)](const Status& s) {
+          Status bad;
+          if (s.code() == absl::StatusCode::kCancelled) {
+            // The step ended first.
+          } else if (!s.ok()) {
+            bad = errors::Unavailable(
+                "task ", task, " failed its health check while step ", step_id,
+                " ran (no answer to GetStatus within ", check_ms,
+                " ms): ", s.message());
+          } else {
+            absl::flat_hash_map<std::string, uint64_t> now;
+            for (const DeviceAttributes& a : p->resp.device_attributes()) {
+              now[a.name()] = a.incarnation();
+            }
+            for (const auto& [device, incarnation] : expected) {
+              auto it = now.find(device);
+              if (it == now.end() || it->second != incarnation) {
+                bad = errors::Unavailable(
+                    "task ", task, " restarted while step ", step_id,
+                    " ran (device ", device, " is no longer incarnation ",
+                    incarnation, "); the step's partitions on it are gone");
+                break;
+              }
+            }
+          }
+          if (!bad.ok()) st->Stop(bad);
+          p->answered.Notify();
+        });
+  }
 }
 
 void MasterSession::CollectFetches(const StepPlan& plan,
@@ -722,20 +843,21 @@ Status MasterSession::PartialRunSetup(const std::vector<std::string>& feeds,
     return errors::InvalidArgument(
         "PartialRunSetup needs at least one fetch or target");
   }
-  ASSIGN_OR_RETURN(auto plan, GetPlan(feeds, fetches, targets));
+  // Duplicates are refused before the plan is built: a request naming one
+  // tensor 100,000 times would otherwise compile a step for every copy.
   auto run = std::make_shared<PartialStep>();
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string canonical, CanonicalTensorName(fetches[i]));
+    if (!run->fetch_index.emplace(canonical, static_cast<int>(i)).second) {
+      return errors::InvalidArgument("PartialRunSetup: fetch '",
+                                     Clip(fetches[i]), "' is listed twice");
+    }
+  }
+  ASSIGN_OR_RETURN(auto plan, GetPlan(feeds, fetches, targets));
   run->plan = plan;
   run->step_id = NewId(56);
   for (size_t i = 0; i < plan->info.feeds.size(); ++i) {
     run->feed_index[plan->info.feeds[i].ToString()] = static_cast<int>(i);
-  }
-  for (size_t i = 0; i < plan->info.fetches.size(); ++i) {
-    if (!run->fetch_index
-             .emplace(plan->info.fetches[i].ToString(), static_cast<int>(i))
-             .second) {
-      return errors::InvalidArgument("PartialRunSetup: fetch '", fetches[i],
-                                     "' is listed twice");
-    }
   }
   {
     absl::MutexLock l(&run->mu);

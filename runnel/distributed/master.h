@@ -46,6 +46,11 @@ struct MasterEnv {
   // Refuse graphs with file I/O ops (SessionOptions::untrusted semantics,
   // runtime/session.h) in CreateSession and ExtendSession.
   bool untrusted = false;
+  // Health checks (Note [Health checks], master.cc): while a step runs, every
+  // other task it runs on must answer GetStatus within this many ms, as the
+  // same incarnation, or the step ends with Unavailable naming the task.
+  // Asked every min(1 s, timeout / 2); 0 turns the checks off.
+  int64_t health_check_timeout_ms = 5000;
 };
 
 class MasterSession;

@@ -45,6 +45,7 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerDef& server_def,
   env.workers = s->cache_.get();
   env.server_def = server_def;
   env.untrusted = options.untrusted;
+  env.health_check_timeout_ms = options.health_check_timeout_ms;
   s->master_ = std::make_unique<Master>(std::move(env));
   s->service_ = std::make_unique<RpcService>(options.master_threads);
   s->RegisterMethods();

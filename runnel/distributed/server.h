@@ -39,6 +39,9 @@ struct ServerOptions {
   // SessionOptions::untrusted). Off by default, as in TensorFlow, whose
   // distributed training checkpoints from the PS.
   bool untrusted = false;
+  // MasterEnv::health_check_timeout_ms for this server's master: a task that
+  // does not answer GetStatus within it fails the steps it runs in.
+  int64_t health_check_timeout_ms = 5000;
 };
 
 class Server {
