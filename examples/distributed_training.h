@@ -131,13 +131,28 @@ inline bool SetUpCluster(const Flags& flags, ClusterContext* ctx) {
     std::exit(2);
   }
   ctx->num_workers = JobSize(ctx->cluster, "worker");
+  if (flags.dry_run) {
+    StatusOr<std::string> address =
+        TaskAddress(ctx->cluster, ctx->job, ctx->task);
+    Die(address.status(), "this task's address");
+    const size_t colon = address->rfind(':');
+    std::printf(
+        "cluster %s\ntask %s\nlisten %s:%s\n",
+        ClusterSpecString(ctx->cluster).c_str(),
+        TaskName(ctx->job, ctx->task).c_str(), flags.bind.c_str(),
+        colon == std::string::npos ? "?" : address->substr(colon + 1).c_str());
+    std::exit(0);
+  }
   RegisterGrpcSessionFactory();  // ClientSession's "grpc://" targets.
   ServerDef def;
   *def.mutable_cluster() = ctx->cluster;
   def.set_job_name(ctx->job);
   def.set_task_index(ctx->task);
   def.set_protocol("grpc");
-  StatusOr<std::unique_ptr<Server>> server = Server::Create(def);
+  ServerOptions server_options;
+  server_options.bind_address = flags.bind;
+  StatusOr<std::unique_ptr<Server>> server =
+      Server::Create(def, server_options);
   Die(server.status(), "creating the server");
   ctx->server = std::move(*server);
   Die(ctx->server->Start(), "starting the server");

@@ -80,6 +80,12 @@ struct Flags {
   std::string cluster_from;
   std::string jobs = "ps=1,worker=2";
   int port_base = 8888;
+  // The address this task's server listens on: loopback unless told
+  // (0.0.0.0 in a Kubernetes pod, whose peers reach it by its service).
+  std::string bind = "127.0.0.1";
+  // Print the cluster and this task's part in it, then exit without
+  // starting anything (to check a launcher's configuration).
+  bool dry_run = false;
   bool sync_replicas = false;
   int replicas_to_aggregate = 0;  // 0: every worker.
   // A straggler: before 1 in 4 steps (at random) a worker sleeps a random
@@ -102,7 +108,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "[--summary_every=%d]] [--trace_step=N] [--ps_hosts=H:P,... "
                  "--worker_hosts=H:P,... --job_name=ps|worker "
                  "--task_index=N | --cluster_from=mpi|slurm "
-                 "[--jobs=ps=N,worker=M] [--port_base=P]] [--sync_replicas] "
+                 "[--jobs=ps=N,worker=M] [--port_base=P]] [--bind=ADDR] "
+                 "[--dry_run] [--sync_replicas] "
                  "[--replicas_to_aggregate=N] [--straggler_ms=X]]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
                  f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
@@ -115,6 +122,10 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
     if (arg.rfind("--", 0) != 0) usage(2);
     if (arg == "--sync_replicas") {
       f->sync_replicas = true;
+      continue;
+    }
+    if (arg == "--dry_run") {
+      f->dry_run = true;
       continue;
     }
     const size_t eq = arg.find('=');
@@ -161,6 +172,8 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
       f->cluster_from = value;
     } else if (arg == "--jobs") {
       f->jobs = value;
+    } else if (arg == "--bind") {
+      f->bind = value;
     } else if (arg == "--port_base") {
       f->port_base = static_cast<int>(std::strtol(value.c_str(), &end, 10));
     } else if (arg == "--straggler_ms") {

@@ -11,6 +11,7 @@ packages=(
   python3-crc32c  # runnel/training/event_file_test.py checks our CRCs with it
   python3-dev python3-pybind11 python3-numpy python3-pytest  # the Python API
   python3-absl  # tf.app.flags, tf.app.run and tf.test are absl-py's, as in TF 1.x
+  python3-yaml  # deploy/kubernetes/tfjob_test.py reads the manifests
   openmpi-bin openssl
   libdnnl-dev libopenblas-dev libeigen3-dev
   libleveldb-dev libsnappy-dev zlib1g-dev libpng-dev libre2-dev pkg-config
