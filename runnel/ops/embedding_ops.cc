@@ -44,6 +44,7 @@
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/resource_var.h"
+#include "runnel/ops/stitch.h"
 
 namespace runnel {
 namespace {
@@ -407,7 +408,6 @@ class ParallelDynamicStitchKernel : public OpKernel {
                                 indices0.shape().DebugString()));
     const TensorShape extra = Tail(data0.shape(), indices0.dims());
     int64_t max_index = -1;
-    std::vector<int64_t> starts(n + 1, 0);
     for (int m = 0; m < n; ++m) {
       const Tensor& indices = ctx->input(m);
       const Tensor& data = ctx->input(n + m);
@@ -432,7 +432,6 @@ class ParallelDynamicStitchKernel : public OpKernel {
                                             " = ", idx[j], " is negative"));
         max_index = std::max<int64_t>(max_index, idx[j]);
       }
-      starts[m + 1] = starts[m] + indices.NumElements();
     }
     auto out_shape = RowsThen(max_index + 1, extra);
     OP_REQUIRES_OK(ctx, out_shape.status());
@@ -440,41 +439,12 @@ class ParallelDynamicStitchKernel : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     const int64_t rows = max_index + 1, row = extra.num_elements();
     if (rows == 0 || row == 0) return;
-    // source[r]: the last position (in the concatenation of the indices
-    // inputs) naming row r, or -1. A temp tensor, so a huge max index fails
-    // cleanly.
-    Tensor source_t;
-    OP_REQUIRES_OK(
-        ctx, ctx->allocate_temp(DT_INT64, TensorShape({rows}), &source_t));
-    int64_t* source = source_t.data<int64_t>();
-    std::fill_n(source, rows, -1);
-    for (int m = 0; m < n; ++m) {
-      const int32_t* idx = ctx->input(m).data<int32_t>();
-      for (int64_t j = 0; j < ctx->input(m).NumElements(); ++j) {
-        source[idx[j]] = starts[m] + j;
-      }
-    }
+    Status status;
     const bool ok = DispatchMoved(data0.dtype(), [&]<typename W>() {
-      W* dst = static_cast<W*>(out->raw_data());
-      cpu::ParallelRange(
-          ctx->intra_op_threadpool(), rows, row * MoveCostNs<W>() + 5,
-          [&](int64_t r0, int64_t r1) {
-            for (int64_t r = r0; r < r1; ++r) {
-              W* o = dst + r * row;
-              const int64_t q = source[r];
-              if (q < 0) {
-                std::fill_n(o, row, W{});
-                continue;
-              }
-              const int m = static_cast<int>(
-                  std::upper_bound(starts.begin(), starts.end(), q) -
-                  starts.begin() - 1);
-              const W* in = static_cast<const W*>(ctx->input(n + m).raw_data());
-              std::copy_n(in + (q - starts[m]) * row, row, o);
-            }
-          });
+      status = StitchRows(ctx, n, rows, row, static_cast<W*>(out->raw_data()));
     });
     OP_REQUIRES(ctx, ok, UnsupportedDtype(data0.dtype()));
+    OP_REQUIRES_OK(ctx, status);
   }
 };
 REGISTER_KERNEL_BUILDER(Name("ParallelDynamicStitch").Device(kDeviceCpu),
@@ -981,8 +951,17 @@ Status SparseSegmentShape(InferenceContext* c) {
   RETURN_IF_ERROR(SparseSegmentShapeCommon(c, 0, &tail));
   int64_t rows = -1;
   std::vector<int64_t> ids;
-  if (c->GetConstInts(2, &ids)) rows = ids.empty() ? 0 : ids.back() + 1;
-  c->set_output(0, PartialRowsThen(std::max<int64_t>(rows, -1), tail));
+  if (c->GetConstInts(2, &ids)) {
+    // Ids the kernel refuses (negative, or too large for a row count)
+    // leave the row count unknown here.
+    if (ids.empty()) {
+      rows = 0;
+    } else if (ids.back() >= 0 &&
+               ids.back() < std::numeric_limits<int64_t>::max()) {
+      rows = ids.back() + 1;
+    }
+  }
+  c->set_output(0, PartialRowsThen(rows, tail));
   return absl::OkStatus();
 }
 
@@ -1032,6 +1011,11 @@ class SparseSegmentReductionKernel : public OpKernel {
                       "] = ", ids[i > 0 ? i - 1 : 0], " > segment_ids[", i,
                       "] = ", ids[i]));
     }
+    // The last id is the largest; the row count is one more.
+    OP_REQUIRES(ctx, n == 0 || ids.back() < std::numeric_limits<int64_t>::max(),
+                errors::InvalidArgument("segment_ids[", n - 1,
+                                        "] = ", ids[n > 0 ? n - 1 : 0],
+                                        " is too large for a row count"));
     int64_t rows = n == 0 ? 0 : ids.back() + 1;
     if constexpr (kWithNumSegments) {
       OP_REQUIRES(

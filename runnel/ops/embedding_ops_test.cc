@@ -198,6 +198,17 @@ TEST(ParallelDynamicStitchTest, GapsAreZeroDuplicatesTakeTheLastAndStrings) {
   ASSERT_OK(t.Run());
   ExpectTensorEqual<tstring>(t.output(0), Vec<tstring>({"a", "", "", "c"}));
 
+  // Few indices for many rows (the kernel zeroes, then copies in order).
+  OpTestCase s("ParallelDynamicStitch");
+  s.Attr("N", int64_t{2}).Attr("T", DT_STRING);
+  s.Input(Vec<int32_t>({0, 40})).Input(Vec<int32_t>({40}));
+  s.Input(Vec<tstring>({"a", "b"})).Input(Vec<tstring>({"c"}));
+  ASSERT_OK(s.Run());
+  std::vector<tstring> expected(41);
+  expected[0] = "a";
+  expected[40] = "c";
+  ExpectTensorEqual<tstring>(s.output(0), Vec<tstring>(expected));
+
   OpTestCase e("ParallelDynamicStitch");
   e.Attr("N", int64_t{1}).Attr("T", DT_FLOAT);
   e.Input(Make<int32_t>({0}, {})).Input(Make<float>({0, 3}, {}));
@@ -666,6 +677,12 @@ TEST(SparseSegmentTest, BadInputs) {
   ExpectInvalid(RunSparseSegmentStatus("SparseSegmentSqrtN", C<float>(),
                                        Vec<int32_t>({0}), Vec<int32_t>({-1})),
                 "segment_ids[0] = -1 is negative");
+  // The largest int64 id has no row count (kernel fuzzer: id + 1 overflowed).
+  ExpectInvalid(
+      RunSparseSegmentStatus(
+          "SparseSegmentSqrtN", C<double>(), Vec<int32_t>({0, 1}),
+          Vec<int64_t>({0, std::numeric_limits<int64_t>::max()})),
+      "segment_ids[1] = 9223372036854775807 is too large for a row count");
   ExpectInvalid(RunSparseSegmentStatus("SparseSegmentSum", C<float>(),
                                        Vec<int32_t>({0, 1}), Vec<int32_t>({0})),
                 "segment_ids and indices should have the same size");

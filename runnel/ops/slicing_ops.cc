@@ -29,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "runnel/cpu/parallel.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/ops/stitch.h"
 
 namespace runnel {
 namespace {
@@ -1429,39 +1430,8 @@ class DynamicStitchKernel : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *out_shape, &out));
     if (out_shape->num_elements() == 0) return;
-    // source[r] = the last position (in the concatenation of all indices
-    // inputs) that names row r, or -1. A temp tensor, so a huge max index
-    // fails cleanly instead of throwing.
-    std::vector<int64_t> starts(n + 1, 0);
-    for (int m = 0; m < n; ++m)
-      starts[m + 1] = starts[m] + ctx->input(m).NumElements();
-    Tensor source_t;
-    OP_REQUIRES_OK(ctx, ctx->allocate_temp(
-                            DT_INT64, TensorShape({max_index + 1}), &source_t));
-    int64_t* source = source_t.data<int64_t>();
-    std::fill_n(source, max_index + 1, -1);
-    for (int m = 0; m < n; ++m) {
-      auto idx = ctx->input(m).flat<int32_t>();
-      for (size_t j = 0; j < idx.size(); ++j) source[idx[j]] = starts[m] + j;
-    }
-    W* dst = OutData<W>(out);
-    cpu::ParallelRange(
-        ctx->intra_op_threadpool(), max_index + 1, row * MoveCostNs<W>() + 5,
-        [&](int64_t r0, int64_t r1) {
-          for (int64_t r = r0; r < r1; ++r) {
-            W* o = dst + r * row;
-            const int64_t p = source[r];
-            if (p < 0) {
-              std::fill_n(o, row, W{});
-              continue;
-            }
-            const int m = static_cast<int>(
-                std::upper_bound(starts.begin(), starts.end(), p) -
-                starts.begin() - 1);
-            const W* in = InData<W>(ctx->input(n + m));
-            std::copy_n(in + (p - starts[m]) * row, row, o);
-          }
-        });
+    OP_REQUIRES_OK(ctx,
+                   StitchRows(ctx, n, max_index + 1, row, OutData<W>(out)));
   }
 };
 

@@ -995,6 +995,25 @@ TEST(DynamicStitchTest, LaterIndicesWinAndGapsAreZero) {
   EXPECT_EQ(e.output(0).shape(), TensorShape({0, 3}));
 }
 
+TEST(DynamicStitchTest, FewIndicesForManyRows) {
+  // 3 indices for 1001 rows: the kernel zeroes the output and copies the
+  // named rows in order, so the later duplicates still win.
+  OpTestCase t =
+      StitchCase({Ints({1000, 3, 1000}), Ints({3})},
+                 {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Floats({1, 2}, {7, 8})});
+  ASSERT_OK(t.Run());
+  const Tensor& out = t.output(0);
+  ASSERT_EQ(out.shape(), TensorShape({1001, 2}));
+  const float* o = out.data<float>();
+  EXPECT_EQ(o[2 * 1000], 5);
+  EXPECT_EQ(o[2 * 1000 + 1], 6);
+  EXPECT_EQ(o[2 * 3], 7);
+  EXPECT_EQ(o[2 * 3 + 1], 8);
+  int nonzero = 0;
+  for (int64_t i = 0; i < out.NumElements(); ++i) nonzero += o[i] != 0;
+  EXPECT_EQ(nonzero, 4);
+}
+
 TEST(DynamicStitchTest, BadInputs) {
   // data[1] does not start with indices[1].shape.
   ExpectError(StitchCase({Ints({0}), Ints({1, 2})},
