@@ -5,6 +5,7 @@
 //                    [--init NODE]... [--repeat N] [--json]
 //                    [--allow_io | --untrusted] [--timeout_ms N]
 //                    [--max_graph_bytes N] [--memory_limit_mb N]
+//                    [--step_memory_limit_mb N]
 //                    [--device_count TYPE=N]... [--soft_placement]
 //                    [--log_device_placement] [--partition_graphs DIR]
 //                    [--placement colocate_with_inputs|greedy_cost_model]
@@ -79,6 +80,8 @@
 // timeout (--timeout_ms still applies when given). --memory_limit_mb N caps
 // the bytes of tensors alive at once in the whole run (default: 80% of RAM,
 // the CPU allocator's limit); an op past it fails with RESOURCE_EXHAUSTED.
+// --step_memory_limit_mb N caps what one step holds at once
+// (ConfigProto.runnel_step_memory_limit_bytes; default half of RAM).
 //
 // Devices: --device_count CPU=2 makes two CPU devices
 // (/job:localhost/replica:0/task:0/device:CPU:0 and :1, ConfigProto's
@@ -165,7 +168,8 @@ int Usage() {
          "[--target NODE]... [--init NODE]... [--repeat N] [--json]\n"
          "             [--allow_io | --untrusted] [--timeout_ms N] "
          "[--max_graph_bytes N] [--memory_limit_mb N]\n"
-         "             [--device_count TYPE=N]... [--soft_placement] "
+         "             [--step_memory_limit_mb N] [--device_count TYPE=N]... "
+         "[--soft_placement] "
          "[--log_device_placement] [--partition_graphs DIR]\n"
          "             [--placement colocate_with_inputs|greedy_cost_model] "
          "[--trace RUN_METADATA.pb]\n"
@@ -194,7 +198,8 @@ int Usage() {
          "each step times out\n"
          "after --timeout_ms (default 60000; 0: none). "
          "--memory_limit_mb caps the tensor memory\n"
-         "of the whole run (an op past it fails with "
+         "of the whole run, --step_memory_limit_mb that of each step "
+         "(default: half of RAM;\nan op past either fails with "
          "RESOURCE_EXHAUSTED). See SECURITY.md.\n";
   return 2;
 }
@@ -426,6 +431,14 @@ int Run(const std::vector<std::string>& args) {
       // run; a decoded constant may not take more than the whole budget.
       SetCpuAllocatorLimit(mb << 20);
       SetMaxDecodedTensorBytes(std::min(MaxDecodedTensorBytes(), mb << 20));
+    } else if (a == "--step_memory_limit_mb" && value(&v)) {
+      int64_t mb = 0;
+      if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 30)) {
+        std::cerr << "runnel: --step_memory_limit_mb wants a positive size in "
+                     "MiB\n";
+        return 2;
+      }
+      config.set_runnel_step_memory_limit_bytes(mb << 20);
     } else if (!a.empty() && a[0] != '-' && graph_path.empty()) {
       graph_path = a;
     } else {

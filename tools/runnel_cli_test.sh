@@ -153,6 +153,15 @@ case "$err" in *RESOURCE_EXHAUSTED*"'big'"*) echo "ok   memory limit message nam
   *) echo "FAIL memory limit message: $err"; fail=1;; esac
 "$runnel" run "$tmp/bigfill.pbtxt" --fetch big --memory_limit_mb lots >/dev/null 2>&1
 check "bad --memory_limit_mb is a usage error" 2 "$?"
+# The per-step limit: the same 4 GB Fill past a 64 MiB step limit names the
+# node, the bytes and the limit.
+err=$("$runnel" run "$tmp/bigfill.pbtxt" --fetch big --step_memory_limit_mb 64 2>&1 >/dev/null)
+check "over the step memory limit exits 1" 1 "$?"
+case "$err" in *RESOURCE_EXHAUSTED*"'big'"*"4294967296 bytes"*"step limit 67108864 bytes"*)
+  echo "ok   step memory limit message names the node, bytes and limit";;
+  *) echo "FAIL step memory limit message: $err"; fail=1;; esac
+"$runnel" run "$tmp/bigfill.pbtxt" --fetch big --step_memory_limit_mb 0 >/dev/null 2>&1
+check "bad --step_memory_limit_mb is a usage error" 2 "$?"
 
 # Hostile feeds and files: errors and exit codes, never a crash.
 deep=$(awk 'BEGIN { for (i = 0; i < 100000; i++) printf "["; }')

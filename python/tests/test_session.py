@@ -213,6 +213,21 @@ def test_config_and_devices():
         assert sess.run(tf.constant(7)) == 7
 
 
+def test_step_memory_limit():
+    """ConfigProto.runnel_step_memory_limit_bytes (Runnel's own field): a
+    step that would hold more fails with ResourceExhaustedError naming the
+    node; the session goes on."""
+    big = tf.fill(tf.placeholder(tf.int64, [2], name="dims"), 1.0, name="big")
+    small = tf.constant([1.0, 2.0]) * 2
+    config = tf.ConfigProto(runnel_step_memory_limit_bytes=1 << 20)
+    with tf.Session(config=config) as sess:
+        with pytest.raises(tf.errors.ResourceExhaustedError,
+                           match="big.*4194304 bytes.*step limit 1048576"):
+            sess.run(big, {"dims:0": [1024, 1024]})
+        assert sess.run(big, {"dims:0": [2, 3]}).shape == (2, 3)
+        np.testing.assert_array_equal(sess.run(small), [2.0, 4.0])
+
+
 def test_steps_run_in_parallel_threads():
     """The GIL is released while a step runs: a dequeue blocked in one
     thread does not stop another thread's steps."""

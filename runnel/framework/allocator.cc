@@ -255,4 +255,63 @@ Allocator* cpu_allocator() {
   return a;
 }
 
+// ---------------------------------------------------------------------------
+// LimitedAllocator
+
+namespace {
+
+void RaiseTo(std::atomic<int64_t>* max, int64_t v) {
+  int64_t seen = max->load(std::memory_order_relaxed);
+  while (v > seen &&
+         !max->compare_exchange_weak(seen, v, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+LimitedAllocator::LimitedAllocator(Allocator* base, int64_t limit)
+    : base_(base), limit_(limit) {}
+
+void LimitedAllocator::Unref() {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+}
+
+std::string LimitedAllocator::Name() const {
+  return absl::StrCat(base_->Name(), " (step limit ", limit_, " bytes, ",
+                      in_use_.load(std::memory_order_relaxed), " in use)");
+}
+
+void* LimitedAllocator::AllocateRaw(size_t alignment, size_t bytes) {
+  const auto n = static_cast<int64_t>(bytes);
+  if (n < 0 || in_use_.fetch_add(n, std::memory_order_relaxed) > limit_ - n) {
+    if (n >= 0) in_use_.fetch_sub(n, std::memory_order_relaxed);
+    return nullptr;
+  }
+  void* p = base_->AllocateRaw(alignment, bytes);
+  if (p == nullptr) {
+    in_use_.fetch_sub(n, std::memory_order_relaxed);
+    return nullptr;
+  }
+  refs_.fetch_add(1, std::memory_order_relaxed);
+  num_allocs_.fetch_add(1, std::memory_order_relaxed);
+  RaiseTo(&peak_, in_use_.load(std::memory_order_relaxed));
+  RaiseTo(&largest_, n);
+  return p;
+}
+
+void LimitedAllocator::DeallocateRaw(void* ptr, size_t bytes) {
+  base_->DeallocateRaw(ptr, bytes);
+  in_use_.fetch_sub(static_cast<int64_t>(bytes), std::memory_order_relaxed);
+  Unref();
+}
+
+AllocatorStats LimitedAllocator::GetStats() const {
+  AllocatorStats s;
+  s.num_allocs = num_allocs_.load(std::memory_order_relaxed);
+  s.bytes_in_use = in_use_.load(std::memory_order_relaxed);
+  s.peak_bytes_in_use = peak_.load(std::memory_order_relaxed);
+  s.largest_alloc_size = largest_.load(std::memory_order_relaxed);
+  return s;
+}
+
 }  // namespace runnel

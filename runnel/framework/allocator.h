@@ -6,6 +6,7 @@
 #ifndef RUNNEL_FRAMEWORK_ALLOCATOR_H_
 #define RUNNEL_FRAMEWORK_ALLOCATOR_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -49,6 +50,42 @@ int64_t CpuAllocatorLimit();
 
 // Physical memory of this machine in bytes (a fixed guess if unknown).
 int64_t PhysicalMemoryBytes();
+
+// The allocator of one step with a memory limit
+// (ConfigProto.runnel_step_memory_limit_bytes; Note [Step memory limits] in
+// runtime/partitioned_executor.cc). It takes memory from `base` and refuses
+// (returns nullptr, which kernels report as ResourceExhausted naming the
+// node) any allocation that would take the bytes of its live buffers past
+// `limit`. A buffer may outlive its step (a fetched value, a variable's new
+// value), so the allocator counts references: its creator holds one, every
+// live allocation another, and the last Unref deletes it.
+class LimitedAllocator final : public Allocator {
+ public:
+  LimitedAllocator(Allocator* base, int64_t limit);
+  LimitedAllocator(const LimitedAllocator&) = delete;
+  LimitedAllocator& operator=(const LimitedAllocator&) = delete;
+
+  // Drops the creator's reference.
+  void Unref();
+
+  // "cpu (step limit L bytes, U in use)": what an out-of-memory error says.
+  std::string Name() const override;
+  void* AllocateRaw(size_t alignment, size_t bytes) override;
+  void DeallocateRaw(void* ptr, size_t bytes) override;
+  AllocatorStats GetStats() const override;
+  int64_t limit() const { return limit_; }
+
+ private:
+  ~LimitedAllocator() override = default;
+
+  Allocator* const base_;
+  const int64_t limit_;
+  std::atomic<int64_t> refs_{1};
+  std::atomic<int64_t> in_use_{0};
+  std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> num_allocs_{0};
+  std::atomic<int64_t> largest_{0};
+};
 
 }  // namespace runnel
 

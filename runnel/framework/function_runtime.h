@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "runnel/base/status.h"
+#include "runnel/framework/allocator.h"
 #include "runnel/framework/attr_value.h"
 #include "runnel/framework/tensor.h"
 #include "runnel/framework/types.h"
@@ -58,6 +59,9 @@ class FunctionLibraryRuntime {
     Rendezvous* rendezvous = nullptr;
     // How many calls enclose this one (0 for a call from a step's graph).
     int call_depth = 0;
+    // The calling step's allocator (OpKernelContext::step_allocator), for a
+    // call that ends within the step; null: the device's.
+    Allocator* allocator = nullptr;
   };
 
   FunctionLibraryRuntime();

@@ -42,7 +42,7 @@ Status OpKernelContext::allocate_output(int i, const TensorShape& shape,
                                         Tensor** out) {
   Output& o = outputs_[i];
   const DataType dt = BaseType(expected_output_dtype(i));
-  auto t = Tensor::Allocate(device()->GetAllocator(), dt, shape);
+  auto t = Tensor::Allocate(allocator(), dt, shape);
   if (!t.ok()) return t.status();
   o.value = std::move(*t);
   o.has_value = true;
@@ -70,7 +70,7 @@ Status OpKernelContext::forward_input_or_allocate_output(
 
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape,
                                       Tensor* out) {
-  auto t = Tensor::Allocate(device()->GetAllocator(), dtype, shape);
+  auto t = Tensor::Allocate(allocator(), dtype, shape);
   if (!t.ok()) return t.status();
   *out = std::move(*t);
   return absl::OkStatus();

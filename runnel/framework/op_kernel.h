@@ -192,6 +192,10 @@ class OpKernelContext {
     FunctionLibraryRuntime* function_library = nullptr;
     // How many function calls enclose this execution.
     int function_call_depth = 0;
+    // Where allocate_output and allocate_temp take memory from: the step's
+    // LimitedAllocator when the step has a memory limit, else null for the
+    // device's allocator.
+    Allocator* allocator = nullptr;
   };
 
   explicit OpKernelContext(Params* params);
@@ -223,6 +227,15 @@ class OpKernelContext {
     return params_->function_library;
   }
   int function_call_depth() const { return params_->function_call_depth; }
+  // The allocator this kernel's outputs and temps come from (the step's,
+  // when it has a memory limit; the device's otherwise).
+  Allocator* allocator() const {
+    return params_->allocator != nullptr ? params_->allocator
+                                         : device()->GetAllocator();
+  }
+  // The step's own allocator, or null: what a kernel passes on to the
+  // functions it calls within the step.
+  Allocator* step_allocator() const { return params_->allocator; }
   const FrameAndIter& frame_iter() const { return params_->frame_iter; }
   const DeviceContext* op_device_context() const {
     return params_->device->device_context();

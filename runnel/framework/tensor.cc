@@ -4,8 +4,10 @@
 #include <charconv>
 #include <cstring>
 #include <new>
+#include <string>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "runnel/framework/resource_handle.h"
 #include "runnel/framework/variant.h"
 
@@ -130,9 +132,14 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* a, DataType dtype,
   }
   TensorBuffer* b = TensorBuffer::Allocate(a, dtype, shape.num_elements());
   if (b == nullptr) {
+    const auto elem = static_cast<int64_t>(ElementSize(dtype));
+    const int64_t n = shape.num_elements();
+    const std::string bytes = elem == 0 || n <= (int64_t{1} << 62) / elem
+                                  ? absl::StrCat(n * elem, " bytes")
+                                  : std::string("over 2^62 bytes");
     return errors::ResourceExhausted(
         "out of memory allocating tensor with shape ", shape.DebugString(),
-        " and type ", DataTypeString(dtype), " on ", a->Name());
+        " and type ", DataTypeString(dtype), " (", bytes, ") on ", a->Name());
   }
   return Tensor(dtype, shape, b);
 }

@@ -205,6 +205,7 @@ FunctionLibraryRuntime::Options CallOptions(OpKernelContext* ctx) {
   o.cancellation_manager = ctx->cancellation_manager();
   o.step_resources = ctx->step_resources();
   o.call_depth = ctx->function_call_depth() + 1;
+  o.allocator = ctx->step_allocator();
   return o;
 }
 

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "runnel/devices/cpu_device.h"
+#include "runnel/framework/allocator.h"
 #include "runnel/framework/op.h"
 #include "runnel/graph/function.h"
 #include "runnel/graph/graph_def.h"
@@ -27,6 +28,12 @@
 #include "runnel/runtime/untrusted_paths.h"
 
 namespace runnel {
+
+int64_t StepMemoryLimitBytes(const ConfigProto& config) {
+  const int64_t limit = config.runnel_step_memory_limit_bytes();
+  if (limit < 0) return 0;
+  return limit > 0 ? limit : PhysicalMemoryBytes() / 2;
+}
 
 Status CheckUntrustedGraph(const GraphDef& graph,
                            const SessionOptions& options) {
@@ -227,6 +234,7 @@ class DirectSession : public Session {
   DirectSession(const SessionOptions& options,
                 std::unique_ptr<DeviceMgr> device_mgr)
       : options_(options),
+        step_memory_limit_(StepMemoryLimitBytes(options.config)),
         device_mgr_(std::move(device_mgr)),
         graph_(std::make_unique<Graph>()) {}
 
@@ -338,6 +346,9 @@ class DirectSession : public Session {
                       std::shared_ptr<OpKernel>* kernel);
 
   const SessionOptions options_;
+  // Bytes a step may hold at once (0: no limit of its own; Note [Step
+  // memory limits] in partitioned_executor.cc).
+  const int64_t step_memory_limit_;
   std::unique_ptr<DeviceMgr> device_mgr_;
 
   absl::Mutex graph_mu_;
@@ -564,6 +575,7 @@ Status DirectSession::Run(
   if (timeout_ms <= 0) timeout_ms = options_.config.operation_timeout_in_ms();
   PartitionedExecutor::Args args;
   args.step_id = next_step_id_.fetch_add(1);
+  args.memory_limit_bytes = step_memory_limit_;
   args.call_frame = &frame;
   args.cancellation_manager = &cm;
   args.step_resources = &step_resources;
@@ -691,6 +703,7 @@ Status DirectSession::PRunSetup(const std::vector<std::string>& input_names,
   run->frame = std::make_unique<StepCallFrame>(run->no_inputs, 0);
   PartitionedExecutor::Args args;
   args.step_id = next_step_id_.fetch_add(1);
+  args.memory_limit_bytes = step_memory_limit_;
   args.call_frame = run->frame.get();
   args.cancellation_manager = &run->cm;
   args.step_resources = &run->step_resources;

@@ -839,6 +839,7 @@ class ExecutorState {
     p->rendezvous = args_.rendezvous;
     p->function_library = args_.function_library;
     p->function_call_depth = args_.function_call_depth;
+    p->allocator = args_.allocator;
   }
 
   Status PrepareInputs(const NodeItem& item, Entry* entries,

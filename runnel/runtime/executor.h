@@ -75,6 +75,9 @@ class Executor {
     FunctionLibraryRuntime* function_library = nullptr;
     // How many function calls enclose this run (0 for a step).
     int function_call_depth = 0;
+    // The step's LimitedAllocator when it has a memory limit; null: each
+    // kernel allocates from its device's allocator.
+    Allocator* allocator = nullptr;
   };
   using DoneCallback = std::function<void(const Status&)>;
 

@@ -193,6 +193,7 @@ void DeviceFunctionLibraryRuntime::Run(const Options& options, Handle handle,
   a.rendezvous = options.rendezvous;
   a.function_library = this;
   a.function_call_depth = options.call_depth;
+  a.allocator = options.allocator;
   item->executor->RunAsync(
       a, [frame, rets, done = std::move(done)](const Status& s) {
         Status result = s.ok() ? frame->TakeResults(rets) : s;

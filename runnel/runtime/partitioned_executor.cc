@@ -138,6 +138,22 @@ Status PartitionedExecutor::Split(const Options& options,
   return absl::OkStatus();
 }
 
+// Note [Step memory limits]
+// A step with a memory limit (ConfigProto.runnel_step_memory_limit_bytes;
+// by default half of physical memory, DirectSession's StepMemoryLimit) gets
+// a LimitedAllocator over its devices' allocator, passed down through
+// Executor::Args and OpKernelContext::Params to every allocate_output and
+// allocate_temp, and on to the functions its kernels call. It counts the
+// bytes of the step's live buffers, so a graph that would hold more at once
+// fails at the allocation that crosses the limit, with ResourceExhausted
+// naming the node, the shape and the bytes, while other steps and sessions
+// go on. Buffers that outlive the step (fetches, a variable's new value)
+// keep the allocator alive until they are freed (it is reference-counted)
+// and count against nothing afterwards: a step's limit is about what that
+// step holds while it runs. What kernels allocate outside their context
+// (copies made by Tensor::DeepCopy, dataset buffers) is bounded only by the
+// CPU allocator's process-wide limit.
+
 // One step's bookkeeping, freed when the last partition reports.
 struct PartitionedExecutor::RunState {
   std::function<void(const Status&)> done;
@@ -146,6 +162,7 @@ struct PartitionedExecutor::RunState {
   StepStats* step_stats = nullptr;
   std::unique_ptr<LocalRendezvous> own_rendezvous;
   Rendezvous* rendezvous = nullptr;
+  LimitedAllocator* allocator = nullptr;  // Null without a memory limit.
   CancellationManager* cm = nullptr;
   CancellationManager::Token abort_token = 0;
   bool abort_registered = false;
@@ -185,6 +202,7 @@ struct PartitionedExecutor::RunState {
       result = status;
     }
     auto cb = std::move(done);
+    if (allocator != nullptr) allocator->Unref();
     delete this;
     cb(result);
   }
@@ -215,9 +233,17 @@ void PartitionedExecutor::RunAsync(const Args& args,
       r->StartAbort(errors::Cancelled("the step was cancelled"));
     }
   }
+  Allocator* base = n > 0 ? partitions_[0].device->GetAllocator() : nullptr;
+  if (args.memory_limit_bytes > 0 && base != nullptr) {
+    st->allocator = new LimitedAllocator(base, args.memory_limit_bytes);
+  }
   st->args.resize(n);
   for (size_t i = 0; i < n; ++i) {
     Executor::Args& a = st->args[i];
+    // Devices with an allocator of their own keep it.
+    if (partitions_[i].device->GetAllocator() == base) {
+      a.allocator = st->allocator;
+    }
     a.step_id = args.step_id;
     a.call_frame = args.call_frame;
     a.cancellation_manager = args.cancellation_manager;

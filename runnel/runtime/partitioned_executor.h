@@ -78,6 +78,11 @@ class PartitionedExecutor {
     // the devices run concurrently. A caller that must keep the clock (a
     // step timeout) passes false: then every partition starts on the pool.
     bool run_first_inline = true;
+    // > 0: the step's kernels may hold at most this many bytes of outputs
+    // and temps at once; an allocation past it fails with ResourceExhausted
+    // naming the node (Note [Step memory limits]). 0: no limit of its own
+    // (the CPU allocator's process-wide limit still holds).
+    int64_t memory_limit_bytes = 0;
   };
   // Calls `done` once, after every partition has finished.
   void RunAsync(const Args& args, std::function<void(const Status&)> done);

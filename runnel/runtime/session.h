@@ -73,6 +73,11 @@ struct SessionOptions {
 Status CheckUntrustedGraph(const GraphDef& graph,
                            const SessionOptions& options);
 
+// The per-step memory limit `config` asks for, in bytes
+// (ConfigProto.runnel_step_memory_limit_bytes: > 0 as given, 0 half of
+// physical memory), or 0 for none (a negative field).
+int64_t StepMemoryLimitBytes(const ConfigProto& config);
+
 class Session {
  public:
   virtual ~Session() = default;

@@ -195,5 +195,94 @@ TEST(UntrustedGraphTest, FailingStepsLeakNothing) {
   EXPECT_EQ(cpu_allocator()->GetStats().bytes_in_use, before);
 }
 
+// Two 4 MiB Fills and their sum: a step holds 8 MiB at its peak.
+GraphDef TwoFillsAndTheirSum() {
+  GraphDef g;
+  AddConst(&g, "dims", Tensor::FromVector<int64_t>({1024, 1024}));
+  AddConst(&g, "one", Tensor::Scalar<float>(1));
+  AddConst(&g, "two", Tensor::Scalar<float>(2));
+  for (const char* name : {"a", "b"}) {
+    NodeDef* f = AddNode(&g, name, "Fill",
+                         {"dims", std::string(name) == "a" ? "one" : "two"});
+    SetType(f, "T", DT_FLOAT);
+    SetType(f, "index_type", DT_INT64);
+  }
+  SetType(AddNode(&g, "sum", "AddV2", {"a", "b"}), "T", DT_FLOAT);
+  return g;
+}
+
+StatusOr<std::unique_ptr<Session>> SessionWithStepLimit(int64_t bytes) {
+  SessionOptions options;
+  options.config.set_runnel_step_memory_limit_bytes(bytes);
+  // No constant folding: the Fills must run in the step.
+  options.config.mutable_graph_options()
+      ->mutable_optimizer_options()
+      ->set_opt_level(OptimizerOptions::L0);
+  return NewSession(options);
+}
+
+TEST(StepMemoryLimitTest, AStepPastItsLimitIsResourceExhausted) {
+  auto made = SessionWithStepLimit(int64_t{6} << 20);
+  ASSERT_OK(made.status());
+  std::unique_ptr<Session> session = std::move(*made);
+  ASSERT_OK(session->Create(TwoFillsAndTheirSum()));
+  // The first step builds the kernels (their Const values stay).
+  std::vector<Tensor> out;
+  EXPECT_FALSE(session->Run({}, {"sum:0"}, {}, &out).ok());
+  const int64_t before = cpu_allocator()->GetStats().bytes_in_use;
+  for (int i = 0; i < 20; ++i) {
+    Status s = session->Run({}, {"sum:0"}, {}, &out);
+    ASSERT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    // The second Fill (either one, whichever runs last) crosses it.
+    EXPECT_THAT(std::string(s.message()),
+                testing::AnyOf(HasSubstr("'a'"), HasSubstr("'b'")));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("4194304 bytes"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("step limit 6291456"));
+  }
+  // Nothing the failed steps took is still held.
+  EXPECT_EQ(cpu_allocator()->GetStats().bytes_in_use, before);
+}
+
+TEST(StepMemoryLimitTest, StepsUnderTheLimitRunAndFetchesOutliveTheirStep) {
+  auto made = SessionWithStepLimit(int64_t{10} << 20);
+  ASSERT_OK(made.status());
+  std::unique_ptr<Session> session = std::move(*made);
+  ASSERT_OK(session->Create(TwoFillsAndTheirSum()));
+  {
+    // The first step builds the kernels (their Const values stay).
+    std::vector<Tensor> first;
+    ASSERT_OK(session->Run({}, {"sum:0"}, {}, &first));
+  }
+  const int64_t before = cpu_allocator()->GetStats().bytes_in_use;
+  // Fetched values outlive their step and count against no later step:
+  // keeping each fetch while the next step runs never fails.
+  std::vector<std::vector<Tensor>> kept(5);
+  for (auto& out : kept) {
+    ASSERT_OK(session->Run({}, {"sum:0"}, {}, &out));
+    ASSERT_EQ(out[0].NumElements(), 1024 * 1024);
+    EXPECT_EQ(out[0].flat<float>()[0], 3.0f);
+    EXPECT_EQ(out[0].flat<float>()[1024 * 1024 - 1], 3.0f);
+  }
+  kept.clear();
+  EXPECT_EQ(cpu_allocator()->GetStats().bytes_in_use, before);
+}
+
+TEST(StepMemoryLimitTest, NegativeMeansNoLimitAndZeroHalfOfMemory) {
+  ConfigProto config;
+  EXPECT_EQ(StepMemoryLimitBytes(config), PhysicalMemoryBytes() / 2);
+  config.set_runnel_step_memory_limit_bytes(12345);
+  EXPECT_EQ(StepMemoryLimitBytes(config), 12345);
+  config.set_runnel_step_memory_limit_bytes(-1);
+  EXPECT_EQ(StepMemoryLimitBytes(config), 0);
+
+  auto made = SessionWithStepLimit(-1);
+  ASSERT_OK(made.status());
+  std::unique_ptr<Session> session = std::move(*made);
+  ASSERT_OK(session->Create(TwoFillsAndTheirSum()));
+  std::vector<Tensor> out;
+  ASSERT_OK(session->Run({}, {"sum:0"}, {}, &out));
+  EXPECT_EQ(out[0].flat<float>()[7], 3.0f);
+}
+
 }  // namespace
 }  // namespace runnel
