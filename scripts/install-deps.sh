@@ -13,6 +13,7 @@ packages=(
   python3-absl  # tf.app.flags, tf.app.run and tf.test are absl-py's, as in TF 1.x
   python3-yaml  # deploy/kubernetes/tfjob_test.py reads the manifests
   openmpi-bin openssl
+  ccache  # CMakeLists.txt compiles through it when present (CI's three trees)
   libdnnl-dev libopenblas-dev libeigen3-dev
   libleveldb-dev libsnappy-dev zlib1g-dev libpng-dev libre2-dev pkg-config
   fortunes
