@@ -30,11 +30,12 @@ bool IteratorContext::IsCancelled() const {
 
 ChildCancellation::ChildCancellation(const IteratorContext& parent)
     : parent_(parent.cancellation_manager), ctx_(parent) {
-  ctx_.cancellation_manager = &child_;
+  ctx_.cancellation_manager = child_.get();
   if (parent_ == nullptr) return;
   token_ = parent_->NewToken();
-  if (!parent_->RegisterCallback(token_, [this] { child_.StartCancel(); })) {
-    child_.StartCancel();  // The step is cancelled already.
+  if (!parent_->RegisterCallback(token_,
+                                 [child = child_] { child->StartCancel(); })) {
+    child_->StartCancel();  // The step is cancelled already.
     parent_ = nullptr;
   }
 }

@@ -93,7 +93,11 @@ struct IteratorContext {
 // that lent it the context: its error belongs to a later element. So such
 // calls run under a child manager, cancelled when the step is, but not the
 // other way round. A ChildCancellation lives on one thread, within the
-// GetNext that lent `parent`.
+// GetNext that lent `parent`. The child manager is shared with the callback
+// registered on the parent: a step cancelled on another thread may be
+// running that callback (CancellationManager::DeregisterCallback does not
+// wait for it) while the ChildCancellation is destroyed, and the child must
+// outlive the call (a ThreadSanitizer report in CI).
 class ChildCancellation {
  public:
   explicit ChildCancellation(const IteratorContext& parent);
@@ -106,7 +110,8 @@ class ChildCancellation {
 
  private:
   CancellationManager* parent_;
-  CancellationManager child_;
+  std::shared_ptr<CancellationManager> child_ =
+      std::make_shared<CancellationManager>();
   IteratorContext ctx_;
   CancellationManager::Token token_ = 0;
 };
