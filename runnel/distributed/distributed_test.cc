@@ -14,6 +14,7 @@
 #include "absl/strings/strip.h"
 #include "absl/synchronization/notification.h"
 #include "grpcpp/create_channel.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/distributed/grpc_worker_cache.h"
@@ -481,6 +482,168 @@ TEST(DistributedTest, CancelRacingCompletionIsSafe) {
     }
   }
   EXPECT_EQ(ok + cancelled, kCalls);
+}
+
+// A FIFO queue of floats on `device` (shared by every step of a session),
+// a dequeue from it and an enqueue of 7 into it.
+std::string QueueNodes(const std::string& device) {
+  const std::string types =
+      R"(attr { key: "component_types" value { list { type: DT_FLOAT } } })";
+  return Node("q", "FIFOQueueV2", {}, device,
+              types + R"(attr { key: "capacity" value { i: 10 } })") +
+         Node("deq", "QueueDequeueV2", {"q"}, device, types) +
+         ConstVec("seven", {7}, device) +
+         Node("enq", "QueueEnqueueV2", {"q", "seven"}, device,
+              R"(attr { key: "Tcomponents"
+                        value { list { type: DT_FLOAT } } })");
+}
+
+// One unary call to a master over gRPC, as a client that gives up after
+// `deadline_ms` (the call is cancelled, as when the client goes away).
+Status CallMaster(const std::string& target, const std::string& method,
+                  const google::protobuf::MessageLite& req,
+                  google::protobuf::MessageLite* resp, int64_t deadline_ms) {
+  auto channel =
+      grpc::CreateChannel(std::string(absl::StripPrefix(target, "grpc://")),
+                          grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(deadline_ms));
+  grpc::ByteBuffer in, out;
+  SerializeToByteBuffer(req, &in);
+  absl::Notification done;
+  grpc::Status gs;
+  stub.UnaryCall(&ctx, "/tensorflow.MasterService/" + method,
+                 grpc::StubOptions(), &in, &out, [&](const grpc::Status& s) {
+                   gs = s;
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  RETURN_IF_ERROR(FromGrpcStatus(gs));
+  return ParseFromByteBuffer(out, resp, method);
+}
+
+// Waits, bounded, until no step runs on the given tasks.
+void WaitForNoActiveSteps(
+    LocalCluster& cluster,
+    const std::vector<std::pair<std::string, int>>& tasks) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  for (const auto& [job, task] : tasks) {
+    Worker* worker = cluster.server(job, task)->worker();
+    while (worker->NumActiveSteps() > 0) {
+      ASSERT_LT(absl::Now(), deadline)
+          << worker->NumActiveSteps() << " steps still run on " << job << ":"
+          << task;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+  }
+}
+
+// A client that goes away mid-step (its RunStep call is cancelled: here by
+// its deadline) ends the step on every task. The step blocks in a dequeue
+// on the PS; if it went on after the client left, it would take the next
+// element enqueued, and the dequeue of a later step would wait for ever.
+TEST(DistributedTest, ClientThatGoesAwayEndsItsStepOnEveryTask) {
+  auto cluster = LocalCluster::Create({{"ps", 1}, {"worker", 1}});
+  ASSERT_OK(cluster.status());
+  const std::string target = (*cluster)->target("worker", 0);
+  CreateSessionRequest create;
+  *create.mutable_graph_def() =
+      Text(QueueNodes(kPs) + Node("y", "Identity", {"deq"}, kW0, TFloat()));
+  CreateSessionResponse created;
+  ASSERT_OK(CallMaster(target, "CreateSession", create, &created, 30000));
+  RunStepRequest run;
+  run.set_session_handle(created.session_handle());
+  run.add_fetch("y:0");
+  RunStepResponse resp;
+  for (int i = 0; i < 3; ++i) {
+    Status s = CallMaster(target, "RunStep", run, &resp, 300);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  }
+  // The cancellations reach the tasks asynchronously: wait (bounded) until
+  // no step runs on the PS or the worker. Before the fix they ran for ever.
+  WaitForNoActiveSteps(**cluster, {{"ps", 0}, {"worker", 0}});
+  RunStepRequest enqueue;
+  enqueue.set_session_handle(created.session_handle());
+  enqueue.add_target("enq");
+  ASSERT_OK(CallMaster(target, "RunStep", enqueue, &resp, 30000));
+  // The abandoned steps' dequeues are gone: this one gets the 7 at once.
+  run.mutable_options()->set_timeout_in_ms(20000);
+  ASSERT_OK(CallMaster(target, "RunStep", run, &resp, 30000));
+  ASSERT_EQ(resp.tensor_size(), 1);
+  ASSERT_OK_AND_ASSIGN(Tensor y, Tensor::FromProto(resp.tensor(0).tensor()));
+  ASSERT_EQ(y.NumElements(), 1);
+  EXPECT_EQ(y.flat<float>()[0], 7.f);
+  CloseSessionRequest close;
+  close.set_session_handle(created.session_handle());
+  CloseSessionResponse closed;
+  EXPECT_OK(CallMaster(target, "CloseSession", close, &closed, 30000));
+}
+
+// The same one level down: a master whose RunGraph call is cancelled (it
+// died, or gave up) ends the step on the worker, and a task that cancels a
+// RecvTensor (its step failed) ends the step on the sending task.
+TEST(DistributedTest, CancelledRunGraphAndRecvTensorEndTheirStep) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  const std::string target = (*cluster)->target("worker", 0);
+  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(
+      grpc::CreateChannel(std::string(absl::StripPrefix(target, "grpc://")),
+                          grpc::InsecureChannelCredentials()),
+      "/job:worker/replica:0/task:0");
+  RegisterGraphRequest reg;
+  *reg.mutable_graph_def() = Text(QueueNodes(kW0));
+  // Two graphs of the session share the queue (a stateful kernel of the
+  // same name): one dequeues, the other enqueues.
+  NodeDef enq = reg.graph_def().node(3), seven = reg.graph_def().node(2),
+          q = reg.graph_def().node(0);
+  reg.mutable_graph_def()->mutable_node()->DeleteSubrange(2, 2);
+  RegisterGraphResponse dequeue_graph, enqueue_graph;
+  ASSERT_OK(remote->RegisterGraph(reg, &dequeue_graph, 30000));
+  reg.mutable_graph_def()->clear_node();
+  *reg.mutable_graph_def()->add_node() = q;
+  *reg.mutable_graph_def()->add_node() = seven;
+  *reg.mutable_graph_def()->add_node() = enq;
+  ASSERT_OK(remote->RegisterGraph(reg, &enqueue_graph, 30000));
+
+  RunGraphRequest run;
+  RunGraphResponse resp;
+  run.set_graph_handle(dequeue_graph.graph_handle());
+  for (int step = 1; step <= 3; ++step) {
+    run.set_step_id(step);
+    Status s = remote->RunGraph(run, &resp, 300);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  }
+  WaitForNoActiveSteps(**cluster, {{"worker", 0}});
+  run.set_step_id(4);
+  run.set_graph_handle(enqueue_graph.graph_handle());
+  ASSERT_OK(remote->RunGraph(run, &resp, 30000));
+  run.set_step_id(5);
+  run.set_graph_handle(dequeue_graph.graph_handle());
+  ASSERT_OK(remote->RunGraph(run, &resp, 20000));
+
+  // RecvTensor of a tensor step 6 never makes: the caller cancels, and the
+  // step's rendezvous here is aborted, so its other waits end too.
+  const Device* d = (*cluster)->server("worker", 0)->device_mgr()->devices()[0];
+  RecvTensorRequest recv;
+  recv.set_step_id(6);
+  recv.set_rendezvous_key(
+      Rendezvous::CreateKey(d->name(), d->incarnation(), kW0, "edge", {}));
+  RecvTensorResponse recv_resp;
+  Status s = remote->RecvTensor(recv, &recv_resp, 300);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
+  recv.set_rendezvous_key(
+      Rendezvous::CreateKey(d->name(), d->incarnation(), kW0, "other", {}));
+  const absl::Time start = absl::Now();
+  for (;;) {
+    s = remote->RecvTensor(recv, &recv_resp, 300);
+    if (s.code() != absl::StatusCode::kDeadlineExceeded) break;
+    // The cancellation reaches the server asynchronously.
+    ASSERT_LT(absl::Now() - start, absl::Seconds(20)) << s;
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+  EXPECT_TRUE(absl::StrContains(s.message(), "cancelled")) << s;
 }
 
 // GraphOptions.runnel_placement_strategy reaches the master: with the

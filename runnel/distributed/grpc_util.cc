@@ -139,11 +139,14 @@ class RpcService::Reactor final : public grpc::ServerGenericBidiReactor {
   }
 
   void OnWriteDone(bool) override {}
+  // The caller cancelled or went away. gRPC runs OnDone only after this
+  // returns, so call_ outlives its cancel callback.
+  void OnCancel() override { call_.StartCancel(); }
   void OnDone() override { delete this; }
 
  private:
   void Handle() {
-    entry_->handler(request_, &response_, [this](const Status& s) {
+    entry_->handler(request_, &response_, &call_, [this](const Status& s) {
       if (s.ok()) {
         StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
       } else {
@@ -156,6 +159,7 @@ class RpcService::Reactor final : public grpc::ServerGenericBidiReactor {
   ThreadPool* pool_;
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
+  CallOptions call_;
 };
 
 RpcService::RpcService(int blocking_threads) : pool_("rpc", blocking_threads) {}

@@ -21,10 +21,9 @@
 #include "grpcpp/grpcpp.h"
 #include "runnel/base/status.h"
 #include "runnel/base/threadpool.h"
+#include "runnel/distributed/worker_interface.h"
 
 namespace runnel {
-
-using StatusCallback = std::function<void(const Status&)>;
 
 // The same numeric codes on both sides (TF's error.Code, absl, gRPC).
 grpc::Status ToGrpcStatus(const Status& s);
@@ -62,14 +61,18 @@ std::shared_ptr<grpc::Channel> NewChannel(
 // Serves methods by full wire name. A handler reads `request`, fills
 // `response` and calls `done` once, from any thread; an error status goes
 // back as the RPC's status. Unknown methods get UNIMPLEMENTED naming them.
+// `call` lives until `done` has been called; its StartCancel runs when the
+// caller cancels the call or goes away (a closed connection, a deadline), so
+// a handler that waits sets a cancel callback on it that ends the wait, and
+// clears it before calling `done`.
 // Handlers registered as blocking run on this service's own thread pool
 // (they may wait on other RPCs); the others run on gRPC's threads and must
 // not block.
 class RpcService final : public grpc::CallbackGenericService {
  public:
-  using Handler =
-      std::function<void(const grpc::ByteBuffer& request,
-                         grpc::ByteBuffer* response, StatusCallback done)>;
+  using Handler = std::function<void(const grpc::ByteBuffer& request,
+                                     grpc::ByteBuffer* response,
+                                     CallOptions* call, StatusCallback done)>;
 
   explicit RpcService(int blocking_threads);
   ~RpcService() override;
@@ -80,14 +83,16 @@ class RpcService final : public grpc::CallbackGenericService {
   // Registers a typed handler: the request is parsed (InvalidArgument
   // naming the method when it does not), the response serialized.
   template <class Request, class Response>
-  void RegisterTyped(
-      const std::string& method,
-      std::function<void(const Request*, Response*, StatusCallback)> fn,
-      bool blocking) {
+  void RegisterTyped(const std::string& method,
+                     std::function<void(CallOptions*, const Request*, Response*,
+                                        StatusCallback)>
+                         fn,
+                     bool blocking) {
     Register(
         method,
         [method, fn](const grpc::ByteBuffer& request,
-                     grpc::ByteBuffer* response, StatusCallback done) {
+                     grpc::ByteBuffer* response, CallOptions* opts,
+                     StatusCallback done) {
           struct Call {
             Request req;
             Response resp;
@@ -95,7 +100,7 @@ class RpcService final : public grpc::CallbackGenericService {
           auto call = std::make_shared<Call>();
           Status s = ParseFromByteBuffer(request, &call->req, method);
           if (!s.ok()) return done(s);
-          fn(&call->req, &call->resp,
+          fn(opts, &call->req, &call->resp,
              [call, response, done = std::move(done)](const Status& s) {
                if (s.ok()) SerializeToByteBuffer(call->resp, response);
                done(s);

@@ -141,11 +141,13 @@ class MasterSession {
   Status Extend(const GraphDef& graph, int64_t current_version,
                 int64_t* new_version);
   // `feeds` are (name, value); `fetch_out` receives one tensor per fetch,
-  // in order.
+  // in order. `caller` (may be null) is the client's call: its cancellation
+  // ends the step on every task.
   Status Run(const RunOptions& options, const NamedTensorList& feeds,
              const std::vector<std::string>& fetches,
              const std::vector<std::string>& targets,
-             std::vector<Tensor>* fetch_out, RunMetadata* metadata);
+             std::vector<Tensor>* fetch_out, RunMetadata* metadata,
+             CallOptions* caller = nullptr);
   // Partial runs (Session::PRunSetup/PRun semantics, runtime/session.h):
   // the setup names every feed, fetch and target and returns a handle; each
   // PartialRun feeds some values and fetches some results of that one step,
@@ -159,7 +161,8 @@ class MasterSession {
   Status PartialRun(const std::string& handle, const RunOptions& options,
                     const NamedTensorList& feeds,
                     const std::vector<std::string>& fetches,
-                    std::vector<Tensor>* fetch_out);
+                    std::vector<Tensor>* fetch_out,
+                    CallOptions* caller = nullptr);
   void Close();
   void ListDevices(ListDevicesResponse* response) const;
 
@@ -209,9 +212,11 @@ class MasterSession {
   // Sends reqs[i] (with sends[i] beside it) to the task of plan->parts[i]
   // and waits for every answer, bounded by `timeout_ms` when > 0. The first
   // failure (or the timeout, DeadlineExceeded, or a failed health check)
-  // ends the step on every task and is returned; Close cancels the wait.
+  // ends the step on every task and is returned; Close cancels the wait,
+  // and so does cancelling `caller` (the client's call; may be null).
   Status RunParts(const std::shared_ptr<StepPlan>& plan, int64_t step_id,
-                  int64_t timeout_ms, std::vector<RunGraphRequest>* reqs,
+                  int64_t timeout_ms, CallOptions* caller,
+                  std::vector<RunGraphRequest>* reqs,
                   std::vector<NamedTensorList>* sends,
                   std::vector<RunGraphResponse>* resps,
                   std::vector<NamedTensorList>* recvs);
@@ -574,8 +579,8 @@ Status MasterSession::Run(const RunOptions& options,
                           const NamedTensorList& feeds,
                           const std::vector<std::string>& fetches,
                           const std::vector<std::string>& targets,
-                          std::vector<Tensor>* fetch_out,
-                          RunMetadata* metadata) {
+                          std::vector<Tensor>* fetch_out, RunMetadata* metadata,
+                          CallOptions* caller) {
   if (fetches.empty() && targets.empty()) {
     return errors::InvalidArgument("Run needs at least one fetch or target");
   }
@@ -602,8 +607,8 @@ Status MasterSession::Run(const RunOptions& options,
     }
     for (const auto& [index, key] : part.fetches) req.add_recv_key(key);
   }
-  Status status =
-      RunParts(plan, step_id, timeout_ms, &reqs, &sends, &resps, &recvs);
+  Status status = RunParts(plan, step_id, timeout_ms, caller, &reqs, &sends,
+                           &resps, &recvs);
   CleanupStep(*plan, step_id, /*wait=*/false);
   if (!status.ok()) return status;
 
@@ -635,6 +640,7 @@ Status MasterSession::Run(const RunOptions& options,
 
 Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
                                int64_t step_id, int64_t timeout_ms,
+                               CallOptions* caller,
                                std::vector<RunGraphRequest>* reqs,
                                std::vector<NamedTensorList>* sends,
                                std::vector<RunGraphResponse>* resps,
@@ -663,6 +669,20 @@ Status MasterSession::RunParts(const std::shared_ptr<StepPlan>& plan,
     CancellationManager::Token token;
     ~Deregister() { cm->DeregisterCallback(token); }
   } deregister{&running_steps_, token};
+  // A client that cancels or goes away (its connection closes) ends the
+  // step, as a failed health check does.
+  if (caller != nullptr) {
+    caller->SetCancelCallback([st, step_id] {
+      st->Stop(errors::Cancelled("the client cancelled step ", step_id,
+                                 " or went away"));
+    });
+  }
+  struct ClearCaller {
+    CallOptions* caller;
+    ~ClearCaller() {
+      if (caller != nullptr) caller->ClearCancelCallback();
+    }
+  } clear_caller{caller};
   for (size_t i = 0; i < n; ++i) {
     RunGraphRequest& req = (*reqs)[i];
     req.set_session_handle(handle_);
@@ -875,7 +895,8 @@ Status MasterSession::PartialRun(const std::string& handle,
                                  const RunOptions& options,
                                  const NamedTensorList& feeds,
                                  const std::vector<std::string>& fetches,
-                                 std::vector<Tensor>* fetch_out) {
+                                 std::vector<Tensor>* fetch_out,
+                                 CallOptions* caller) {
   std::shared_ptr<PartialStep> run;
   {
     absl::MutexLock l(&mu_);
@@ -951,8 +972,8 @@ Status MasterSession::PartialRun(const std::string& handle,
   }
   int64_t timeout_ms = options.timeout_in_ms();
   if (timeout_ms <= 0) timeout_ms = config_.operation_timeout_in_ms();
-  Status status = RunParts(run->plan, run->step_id, timeout_ms, &reqs, &sends,
-                           &resps, &recvs);
+  Status status = RunParts(run->plan, run->step_id, timeout_ms, caller, &reqs,
+                           &sends, &resps, &recvs);
   if (!status.ok() || last) {
     // The step is over on every task: release its rendezvous and handle.
     CleanupStep(plan, run->step_id, /*wait=*/false);
@@ -1121,7 +1142,7 @@ Status AddFeeds(const google::protobuf::RepeatedPtrField<NamedTensorProto>& in,
 
 Status Master::RunStep(const RunStepRequest& request,
                        const NamedTensorList& feeds, RunStepResponse* response,
-                       NamedTensorList* fetched) {
+                       NamedTensorList* fetched, CallOptions* caller) {
   RETURN_IF_ERROR(
       recent_request_ids_.TrackUnique(request.request_id(), "RunStep"));
   ASSIGN_OR_RETURN(auto session, Find(request.session_handle()));
@@ -1140,10 +1161,10 @@ Status Master::RunStep(const RunStepRequest& request,
     }
     RETURN_IF_ERROR(session->PartialRun(request.partial_run_handle(),
                                         request.options(), all_feeds, fetches,
-                                        &out));
+                                        &out, caller));
   } else {
     RETURN_IF_ERROR(session->Run(request.options(), all_feeds, fetches, targets,
-                                 &out, response->mutable_metadata()));
+                                 &out, response->mutable_metadata(), caller));
   }
   fetched->clear();
   for (size_t i = 0; i < out.size(); ++i) {

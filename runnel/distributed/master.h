@@ -69,9 +69,12 @@ class Master {
   // Feeds and fetched values travel as Tensors beside the messages (Note
   // [Tensors beside messages], runnel/distributed/tensor_coding.h): `feeds`
   // are fed as well as request.feed, and the fetched values go to `fetched`
-  // in request.fetch order (response->tensor stays empty).
+  // in request.fetch order (response->tensor stays empty). `caller` (may be
+  // null) is the client's call: when it is cancelled (the client cancels or
+  // goes away) the step ends on every task with Cancelled.
   Status RunStep(const RunStepRequest& request, const NamedTensorList& feeds,
-                 RunStepResponse* response, NamedTensorList* fetched);
+                 RunStepResponse* response, NamedTensorList* fetched,
+                 CallOptions* caller = nullptr);
   Status CloseSession(const CloseSessionRequest& request,
                       CloseSessionResponse* response);
   Status ListDevices(const ListDevicesRequest& request,

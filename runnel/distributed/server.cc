@@ -57,9 +57,9 @@ void Server::RegisterMethods() {
 #define RUNNEL_REGISTER_WORKER(M)                                   \
   service_->RegisterTyped<M##Request, M##Response>(                 \
       "/tensorflow.WorkerService/" #M,                              \
-      [w = worker_.get()](const M##Request* req, M##Response* resp, \
-                          StatusCallback done) {                    \
-        w->M##Async(nullptr, req, resp, std::move(done));           \
+      [w = worker_.get()](CallOptions* call, const M##Request* req, \
+                          M##Response* resp, StatusCallback done) { \
+        w->M##Async(call, req, resp, std::move(done));              \
       },                                                            \
       /*blocking=*/false);
   RUNNEL_WORKER_METHODS(RUNNEL_REGISTER_WORKER)
@@ -70,7 +70,8 @@ void Server::RegisterMethods() {
   service_->Register(
       "/tensorflow.WorkerService/RecvTensor",
       [w = worker_.get()](const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response, StatusCallback done) {
+                          grpc::ByteBuffer* response, CallOptions* opts,
+                          StatusCallback done) {
         struct Call {
           RecvTensorRequest req;
           TensorResponse resp;
@@ -79,7 +80,7 @@ void Server::RegisterMethods() {
         Status s = ParseFromByteBuffer(request, &call->req,
                                        "/tensorflow.WorkerService/RecvTensor");
         if (!s.ok()) return done(s);
-        w->RecvTensorRawAsync(nullptr, &call->req, &call->resp,
+        w->RecvTensorRawAsync(opts, &call->req, &call->resp,
                               [call, response, done](const Status& s) {
                                 if (s.ok()) {
                                   EncodeRecvTensorResponse(call->resp,
@@ -95,7 +96,8 @@ void Server::RegisterMethods() {
   service_->Register(
       "/tensorflow.WorkerService/RunGraph",
       [w = worker_.get()](const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response, StatusCallback done) {
+                          grpc::ByteBuffer* response, CallOptions* opts,
+                          StatusCallback done) {
         struct Call {
           RunGraphRequest req;
           NamedTensorList send;
@@ -108,7 +110,7 @@ void Server::RegisterMethods() {
             "/tensorflow.WorkerService/RunGraph");
         if (!s.ok()) return done(s);
         w->RunGraphRawAsync(
-            nullptr, &call->req, &call->send, &call->resp, &call->recv,
+            opts, &call->req, &call->send, &call->resp, &call->recv,
             [call, response, done](const Status& s) {
               if (s.ok()) {
                 EncodeMessageWithTensors(call->resp,
@@ -123,7 +125,8 @@ void Server::RegisterMethods() {
 #define RUNNEL_REGISTER_MASTER(M)                                           \
   service_->RegisterTyped<M##Request, M##Response>(                         \
       "/tensorflow.MasterService/" #M,                                      \
-      [m = master_.get()](const M##Request* req, M##Response* resp,         \
+      [m = master_.get()](CallOptions*, const M##Request* req,              \
+                          M##Response* resp,                                \
                           StatusCallback done) { done(m->M(*req, resp)); }, \
       /*blocking=*/true);
   RUNNEL_REGISTER_MASTER(CreateSession)
@@ -142,7 +145,8 @@ void Server::RegisterMethods() {
   service_->Register(
       "/tensorflow.MasterService/RunStep",
       [m = master_.get()](const grpc::ByteBuffer& request,
-                          grpc::ByteBuffer* response, StatusCallback done) {
+                          grpc::ByteBuffer* response, CallOptions* call,
+                          StatusCallback done) {
         RunStepRequest req;
         NamedTensorList feeds;
         Status s = DecodeMessageWithTensors(
@@ -151,7 +155,8 @@ void Server::RegisterMethods() {
         if (!s.ok()) return done(s);
         RunStepResponse resp;
         NamedTensorList fetched;
-        s = m->RunStep(req, feeds, &resp, &fetched);
+        // A client that goes away mid-step ends the step (`call`).
+        s = m->RunStep(req, feeds, &resp, &fetched, call);
         if (!s.ok() && req.store_errors_in_response_body()) {
           resp.Clear();
           fetched.clear();

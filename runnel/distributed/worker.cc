@@ -267,7 +267,7 @@ void Worker::RunGraphAsync(CallOptions* opts, const RunGraphRequest* request,
                    });
 }
 
-void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
+void Worker::RunGraphRawAsync(CallOptions* opts, const RunGraphRequest* request,
                               const NamedTensorList* send,
                               RunGraphResponse* response, NamedTensorList* recv,
                               StatusCallback done) {
@@ -365,10 +365,16 @@ void Worker::RunGraphRawAsync(CallOptions*, const RunGraphRequest* request,
   // The calling thread is gRPC's (or the master's): every partition starts
   // on the pool.
   args.run_first_inline = false;
+  // A caller that cancels the call or goes away (the master's process died,
+  // its connection closed) ends the step here too: nobody waits for it.
+  if (opts != nullptr) {
+    opts->SetCancelCallback([cm = st->cm] { cm->StartCancel(); });
+  }
   item->executor->RunAsync(
-      args, [this, st, step_id, record, response, recv,
+      args, [this, opts, st, step_id, record, response, recv,
              recv_keys = std::move(recv_keys),
              done = std::move(done)](const Status& run_status) {
+        if (opts != nullptr) opts->ClearCancelCallback();
         {
           absl::MutexLock l(&mu_);
           auto it = active_steps_.find(step_id);
@@ -581,6 +587,13 @@ void Worker::CleanupGraphAsync(CallOptions*, const CleanupGraphRequest* request,
   done(absl::OkStatus());
 }
 
+size_t Worker::NumActiveSteps() {
+  absl::MutexLock l(&mu_);
+  size_t n = 0;
+  for (const auto& [_, cms] : active_steps_) n += cms.size();
+  return n;
+}
+
 void Worker::Shutdown() {
   std::vector<std::shared_ptr<CancellationManager>> cms;
   {
@@ -631,7 +644,8 @@ void Worker::RecvTensorAsync(CallOptions* opts,
       });
 }
 
-void Worker::RecvTensorRawAsync(CallOptions*, const RecvTensorRequest* request,
+void Worker::RecvTensorRawAsync(CallOptions* opts,
+                                const RecvTensorRequest* request,
                                 TensorResponse* response, StatusCallback done) {
   Status s =
       recent_request_ids_.TrackUnique(request->request_id(), "RecvTensor");
@@ -656,10 +670,21 @@ void Worker::RecvTensorRawAsync(CallOptions*, const RecvTensorRequest* request,
   std::shared_ptr<RemoteRendezvous> r =
       rendezvous_mgr_->Find(request->step_id());
   const bool as_bfloat16 = request->runnel_float_as_bfloat16();
+  // The receiving task gave up on the tensor (its step failed, or it went
+  // away): its step cannot succeed, so end it here as TF's AbortStep does,
+  // which also ends this wait.
+  if (opts != nullptr) {
+    opts->SetCancelCallback([r, step_id = request->step_id()] {
+      r->StartAbort(errors::Aborted("step ", step_id,
+                                    " was cancelled: a task receiving one of "
+                                    "its tensors cancelled the RecvTensor"));
+    });
+  }
   r->RecvLocalAsync(
-      key, [r, response, as_bfloat16, done = std::move(done)](
+      key, [r, opts, response, as_bfloat16, done = std::move(done)](
                const Status& status, const Rendezvous::Args&,
                const Rendezvous::Args&, const Tensor& value, bool is_dead) {
+        if (opts != nullptr) opts->ClearCancelCallback();
         if (!status.ok()) return done(status);
         response->is_dead = is_dead;
         response->send_start_micros = absl::ToUnixMicros(absl::Now());

@@ -77,6 +77,8 @@ class Worker final : public WorkerInterface {
                           StatusCallback done) override;
 
   const std::string& task() const { return task_; }
+  // The steps (RunGraphs) running here now.
+  size_t NumActiveSteps();
   // Ends every running step and every pending RecvTensor (Aborted), and
   // refuses new steps: a server stops without waiting on tensors that will
   // never come.
