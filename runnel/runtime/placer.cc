@@ -101,6 +101,7 @@ class Placer {
   Status InitNode(const Node& n);
   Status ColocateNodes();
   Status Union(const Node& a, const Node& b, absl::string_view reason);
+  void YieldToProducer(const Node& src, const Node& dst);
   Status MergeSpecs(Group* into, const Group& from, absl::string_view reason);
   Status ComputeCandidates(Group* g);
   std::vector<int> Matching(const DeviceName& spec, uint64_t types) const;
@@ -275,13 +276,15 @@ Status Placer::ColocateNodes() {
     const Node& src = *e->src();
     const Node& dst = *e->dst();
     const DataType in = dst.input_type(e->dst_input());
+    const bool resource =
+        in == DT_RESOURCE || src.output_type(e->src_output()) == DT_RESOURCE;
+    if (IsRefType(in) || resource) YieldToProducer(src, dst);
     if (IsRefType(in)) {
       RETURN_IF_ERROR(Union(
           src, dst,
           absl::StrCat("input ", e->dst_input(), " of '", dst.name(),
                        "' is a reference to an output of '", src.name(), "'")));
-    } else if (in == DT_RESOURCE ||
-               src.output_type(e->src_output()) == DT_RESOURCE) {
+    } else if (resource) {
       RETURN_IF_ERROR(Union(
           src, dst,
           absl::StrCat("input ", e->dst_input(), " of '", dst.name(),
@@ -289,6 +292,33 @@ Status Placer::ColocateNodes() {
     }
   }
   return absl::OkStatus();
+}
+
+// Note [Reference and resource edges]
+// A reference or a resource handle can only be used on the device that
+// holds it, so its consumer joins its producer's group. When the two ask
+// for incompatible devices (a ReadVariableOp or a gradient's VariableShape
+// that a ReplicaDeviceSetter put on the worker, reading a variable on a PS
+// task), the consumer's request gives way to the producer's, as in
+// TensorFlow's placer ("Ignoring device specification ... because the input
+// edge from ... is a reference connection and already has a device field
+// set"); compatible requests merge as for any colocation. Devices already
+// assigned never give way (Union fails for those).
+void Placer::YieldToProducer(const Node& src, const Node& dst) {
+  Group& from = groups_[Find(src.id())];
+  Group& to = groups_[Find(dst.id())];
+  if (&from == &to) return;
+  for (int f = 0; f < kNumFields; ++f) {
+    if (from.dropped[f] || to.dropped[f]) continue;
+    const std::string theirs = GetField(from.spec, f);
+    const std::string ours = GetField(to.spec, f);
+    if (!theirs.empty() && !ours.empty() && theirs != ours) {
+      to.spec = from.spec;
+      to.setter = from.setter;
+      to.dropped = from.dropped;
+      return;
+    }
+  }
 }
 
 Status Placer::Union(const Node& a, const Node& b, absl::string_view reason) {

@@ -259,22 +259,38 @@ TEST_F(PlacerTest, ResourceOpsGoWhereTheResourceLives) {
   EXPECT_EQ(DeviceOf("h2"), Cpu(2));
 }
 
-TEST_F(PlacerTest, ConflictingColocationNamesBothNodes) {
+// Note [Reference and resource edges]: the consumer's request gives way to
+// the variable's, as in TensorFlow, with or without soft placement.
+TEST_F(PlacerTest, RefAndResourceConsumersYieldToTheVariablesDevice) {
   Node* v = Variable("v", "/device:CPU:0");
   Node* init = Const("init");
   Add("assign", "Assign", FloatT(), {v, init}, "/device:CPU:1");
+  Node* h = VarHandle("h", "/device:CPU:2");
+  Add("read", "ReadVariableOp", {{"dtype", MakeAttrValue(DT_FLOAT)}}, {h},
+      "/device:CPU:1");
+  ASSERT_OK(Place());
+  EXPECT_EQ(DeviceOf("v"), Cpu(0));
+  EXPECT_EQ(DeviceOf("assign"), Cpu(0));
+  EXPECT_EQ(DeviceOf("h"), Cpu(2));
+  EXPECT_EQ(DeviceOf("read"), Cpu(2));
+  ASSERT_OK(SoftPlace());
+  EXPECT_EQ(DeviceOf("assign"), Cpu(0));
+  EXPECT_EQ(DeviceOf("read"), Cpu(2));
+}
+
+// Devices already assigned do not give way: the error names both nodes.
+TEST_F(PlacerTest, ConflictingColocationNamesBothNodes) {
+  Node* v = Variable("v");
+  v->set_assigned_device_name(Cpu(0));
+  Node* init = Const("init");
+  Node* assign = Add("assign", "Assign", FloatT(), {v, init});
+  assign->set_assigned_device_name(Cpu(1));
   Status s = Place();
   EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
   EXPECT_THAT(s.message(),
               AllOf(HasSubstr("Cannot colocate nodes"), HasSubstr("'v'"),
-                    HasSubstr("'assign'"), HasSubstr("'/device:CPU:0'"),
-                    HasSubstr("'/device:CPU:1'"), HasSubstr("reference")));
-  ExpectNothingAssigned();
-
-  // Soft placement keeps them together, on the type they agree on.
-  ASSERT_OK(SoftPlace());
-  EXPECT_EQ(DeviceOf("v"), Cpu(0));
-  EXPECT_EQ(DeviceOf("assign"), Cpu(0));
+                    HasSubstr("'assign'"), HasSubstr(Cpu(0)), HasSubstr(Cpu(1)),
+                    HasSubstr("reference")));
 }
 
 TEST_F(PlacerTest, ClassConflictNamesBothNodes) {
@@ -429,15 +445,24 @@ TEST_F(PlacerTest, PinnedNodesStay) {
   Node* v = Variable("v");
   v->set_assigned_device_name(Cpu(2));
   Node* init = Const("init");
+  // Through a reference edge the request gives way to the pin (Note
+  // [Reference and resource edges]).
   Add("assign", "Assign", FloatT(), {v, init}, "/device:CPU:1");
-  // Without soft placement the pin and the request conflict...
+  ASSERT_OK(Place());
+  EXPECT_EQ(DeviceOf("v"), Cpu(2));
+  EXPECT_EQ(DeviceOf("assign"), Cpu(2));
+  // Colocated by _class, without soft placement the pin and the request
+  // conflict...
+  AttrMap attrs = FloatT();
+  attrs["_class"] = MakeAttrValue(std::vector<std::string>{"loc:@v"});
+  Add("near", "Identity", std::move(attrs), {init}, "/device:CPU:1");
   Status s = Place();
-  EXPECT_THAT(s.message(), AllOf(HasSubstr("'v'"), HasSubstr("'assign'")));
-  EXPECT_EQ(DeviceOf("assign"), "");
+  EXPECT_THAT(s.message(), AllOf(HasSubstr("'v'"), HasSubstr("'near'")));
+  EXPECT_EQ(DeviceOf("near"), "");
   // ...with it the pin wins.
   ASSERT_OK(SoftPlace());
   EXPECT_EQ(DeviceOf("v"), Cpu(2));
-  EXPECT_EQ(DeviceOf("assign"), Cpu(2));
+  EXPECT_EQ(DeviceOf("near"), Cpu(2));
 
   graph_.FindNode("init")->set_assigned_device_name("/device:CPU:9");
   s = Place();

@@ -168,9 +168,12 @@ Shards VariableShards(const std::vector<Variable>& params) {
                                : PartialTensorShape());
   }
   if (!params.empty()) sh.dtype = params[0].dtype();
+  // Each gather runs where its shard lives (TF colocates it too): on a
+  // cluster only the looked-up rows leave the PS task, never the shard.
   sh.gather = [params](const Scope& s, int k, const Output& ids) {
-    return Output(
-        ops::ResourceGather(s, params[k].handle(), ids, params[k].dtype()));
+    return Output(ops::ResourceGather(s.ColocateWith(params[k].handle()),
+                                      params[k].handle(), ids,
+                                      params[k].dtype()));
   };
   sh.rows = [params](const Scope& s, int k, DataType dtype) {
     return ops::Const(s, params[k].shape().dim_size(0), dtype);

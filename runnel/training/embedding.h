@@ -18,7 +18,9 @@
 // id to a shard and a row within it (the partition strategy below),
 // DynamicPartitions the shard-local ids and the ids' positions by shard,
 // gathers each shard's rows (ResourceGather on the shard variable's handle,
-// so no step reads a whole shard), ParallelDynamicStitches the rows back
+// colocated with the shard, so no step reads a whole shard, and on a
+// cluster only the looked-up rows leave a PS task), ParallelDynamicStitches
+// the rows back
 // into id order and reshapes to ids.shape + params.shape[1:]. Its gradient
 // is, per shard, the sparse gradient of ResourceGather (Note [Sparse
 // gradients] in runnel/graph/gradients.h): rows of dy at the shard-local
