@@ -251,6 +251,16 @@ Status ReadMetaGraphFile(const std::string& path, int64_t max_bytes,
   return training::ReadMetaGraphDef(path, mgd);
 }
 
+// A size in MiB for `flag`, 1 to 2^30; says what it wants on stderr when
+// `v` is not one.
+bool ParseMiB(const std::string& flag, const std::string& v, int64_t* mb) {
+  if (absl::SimpleAtoi(v, mb) && *mb >= 1 && *mb <= (int64_t{1} << 30)) {
+    return true;
+  }
+  std::cerr << "runnel: " << flag << " wants a positive size in MiB\n";
+  return false;
+}
+
 // Parses "--max_graph_bytes N".
 bool ParseMaxGraphBytes(const std::string& v, int64_t* out) {
   return absl::SimpleAtoi(v, out) && *out > 0;
@@ -422,22 +432,14 @@ int Run(const std::vector<std::string>& args) {
       }
     } else if (a == "--memory_limit_mb" && value(&v)) {
       int64_t mb = 0;
-      if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 30)) {
-        std::cerr << "runnel: --memory_limit_mb wants a positive size in "
-                     "MiB\n";
-        return 2;
-      }
+      if (!ParseMiB(a, v, &mb)) return 2;
       // Every tensor comes from the CPU allocator, so its limit bounds the
       // run; a decoded constant may not take more than the whole budget.
       SetCpuAllocatorLimit(mb << 20);
       SetMaxDecodedTensorBytes(std::min(MaxDecodedTensorBytes(), mb << 20));
     } else if (a == "--step_memory_limit_mb" && value(&v)) {
       int64_t mb = 0;
-      if (!absl::SimpleAtoi(v, &mb) || mb < 1 || mb > (int64_t{1} << 30)) {
-        std::cerr << "runnel: --step_memory_limit_mb wants a positive size in "
-                     "MiB\n";
-        return 2;
-      }
+      if (!ParseMiB(a, v, &mb)) return 2;
       config.set_runnel_step_memory_limit_bytes(mb << 20);
     } else if (!a.empty() && a[0] != '-' && graph_path.empty()) {
       graph_path = a;

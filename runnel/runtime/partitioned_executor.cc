@@ -140,7 +140,7 @@ Status PartitionedExecutor::Split(const Options& options,
 
 // Note [Step memory limits]
 // A step with a memory limit (ConfigProto.runnel_step_memory_limit_bytes;
-// by default half of physical memory, DirectSession's StepMemoryLimit) gets
+// by default half of physical memory, StepMemoryLimitBytes in session.h) gets
 // a LimitedAllocator over its devices' allocator, passed down through
 // Executor::Args and OpKernelContext::Params to every allocate_output and
 // allocate_temp, and on to the functions its kernels call. It counts the
