@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -79,7 +80,9 @@ Status ResolveSlice(const std::vector<int64_t>& begin,
                     const std::vector<int64_t>& strides,
                     absl::Span<const int64_t> dims, const SliceMasks& m,
                     DenseSlice* out) {
-  if (m.ellipsis & (m.ellipsis - 1)) {
+  // Unsigned: a mask may have its sign bit set.
+  const uint64_t ellipsis_bits = static_cast<uint64_t>(m.ellipsis);
+  if (ellipsis_bits & (ellipsis_bits - 1)) {
     return errors::InvalidArgument(
         "Multiple ellipses in slice spec not allowed (ellipsis_mask = ",
         m.ellipsis, ")");
@@ -165,12 +168,23 @@ Status ResolveSlice(const std::vector<int64_t>& begin,
   return absl::OkStatus();
 }
 
+// The masks are TF's int32 attrs: a value outside int32 is refused, as
+// TensorFlow refuses it.
 Status GetMasks(const AttrMap& attrs, SliceMasks* m) {
-  RETURN_IF_ERROR(GetAttr(attrs, "begin_mask", &m->begin));
-  RETURN_IF_ERROR(GetAttr(attrs, "end_mask", &m->end));
-  RETURN_IF_ERROR(GetAttr(attrs, "ellipsis_mask", &m->ellipsis));
-  RETURN_IF_ERROR(GetAttr(attrs, "new_axis_mask", &m->new_axis));
-  return GetAttr(attrs, "shrink_axis_mask", &m->shrink);
+  for (auto [name, mask] :
+       {std::pair<const char*, int64_t*>{"begin_mask", &m->begin},
+        {"end_mask", &m->end},
+        {"ellipsis_mask", &m->ellipsis},
+        {"new_axis_mask", &m->new_axis},
+        {"shrink_axis_mask", &m->shrink}}) {
+    RETURN_IF_ERROR(GetAttr(attrs, name, mask));
+    if (*mask < std::numeric_limits<int32_t>::min() ||
+        *mask > std::numeric_limits<int32_t>::max()) {
+      return errors::InvalidArgument("attr '", name, "' = ", *mask,
+                                     " is out of range for an int32");
+    }
+  }
+  return absl::OkStatus();
 }
 
 constexpr int64_t kMaxSliceSpecs = 31;

@@ -2,6 +2,7 @@
 // checked numerically in gradients_test.cc.)
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -155,6 +156,19 @@ TEST(StridedSliceGradTest, BadInputs) {
       SliceGrad<float>({{3}, {0, 0}, {1, 1}, {1, 1}}, Vec<float>({1}), false)
           .status(),
       "Index out of range");
+  // Found by the kernel fuzzer: a mask of INT64_MIN overflowed the
+  // multiple-ellipses check. TF's masks are int32. Reproducer:
+  // fuzz/corpus/kernel/strided_slice_grad_int64_min_mask.
+  ExpectInvalid(
+      SliceGrad<float>(
+          {{3}, {0}, {1}, {1}, 0, 0, std::numeric_limits<int64_t>::min()},
+          Vec<float>({1}), false)
+          .status(),
+      "out of range for an int32");
+  ExpectInvalid(SliceGrad<float>({{3}, {0}, {1}, {1}, int64_t{1} << 40},
+                                 Vec<float>({1}), false)
+                    .status(),
+                "'begin_mask'");
 }
 
 // ---------------------------------------------------------------------------
