@@ -1,7 +1,10 @@
 #include "runnel/runtime/partitioned_executor.h"
 
 #include <atomic>
+#include <functional>
 #include <map>
+#include <memory>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
@@ -154,6 +157,27 @@ Status PartitionedExecutor::Split(const Options& options,
 // (copies made by Tensor::DeepCopy, dataset buffers) is bounded only by the
 // CPU allocator's process-wide limit.
 
+// Note [Aborting a finishing step]
+// Cancelling the step aborts its rendezvous from a cancellation callback,
+// but the rendezvous belongs to the caller, who may free it as soon as the
+// step's `done` has run, and the step can finish inside the abort itself:
+// StartAbort wakes a blocked kernel inline, whose error ends the last
+// partition on the same thread, or another callback of the same
+// StartCancel (a queue's) ends the step before this one runs. So the
+// callback reaches the rendezvous through an AbortGuard it shares with the
+// step: the finished step clears the pointer (a callback that has not run
+// yet then does nothing), and a step that finishes while a callback is
+// inside StartAbort leaves its completion to that callback, which runs it
+// once StartAbort has returned. (A callback on another thread is waited
+// out by DeregisterCallback.)
+struct AbortGuard {
+  absl::Mutex mu;
+  Rendezvous* rendezvous ABSL_GUARDED_BY(mu) = nullptr;
+  int aborting ABSL_GUARDED_BY(mu) = 0;  // Callbacks inside StartAbort.
+  // The step's completion, when it finished while `aborting` > 0.
+  std::function<void()> finish ABSL_GUARDED_BY(mu);
+};
+
 // One step's bookkeeping, freed when the last partition reports.
 struct PartitionedExecutor::RunState {
   std::function<void(const Status&)> done;
@@ -166,6 +190,7 @@ struct PartitionedExecutor::RunState {
   CancellationManager* cm = nullptr;
   CancellationManager::Token abort_token = 0;
   bool abort_registered = false;
+  std::shared_ptr<AbortGuard> guard;  // Note [Aborting a finishing step].
   std::atomic<size_t> pending{0};
   absl::Mutex mu;
   Status status ABSL_GUARDED_BY(mu);
@@ -193,6 +218,18 @@ struct PartitionedExecutor::RunState {
     }
     if (pending.fetch_sub(1) != 1) return;
     if (abort_registered) cm->DeregisterCallback(abort_token);
+    if (guard != nullptr) {
+      absl::MutexLock l(&guard->mu);
+      guard->rendezvous = nullptr;
+      if (guard->aborting > 0) {
+        guard->finish = [this] { Finish(); };  // The callback runs it.
+        return;
+      }
+    }
+    Finish();
+  }
+
+  void Finish() {
     if (step_stats != nullptr) {
       for (auto& c : collectors) c->Finalize(step_stats);
     }
@@ -225,12 +262,27 @@ void PartitionedExecutor::RunAsync(const Args& args,
   if (st->rendezvous != nullptr && args.cancellation_manager != nullptr) {
     st->cm = args.cancellation_manager;
     st->abort_token = st->cm->NewToken();
-    Rendezvous* r = st->rendezvous;
-    st->abort_registered = st->cm->RegisterCallback(st->abort_token, [r] {
-      r->StartAbort(errors::Cancelled("the step was cancelled"));
-    });
+    st->guard = std::make_shared<AbortGuard>();
+    st->guard->rendezvous = st->rendezvous;
+    st->abort_registered =
+        st->cm->RegisterCallback(st->abort_token, [guard = st->guard] {
+          Rendezvous* r;
+          {
+            absl::MutexLock l(&guard->mu);
+            r = guard->rendezvous;
+            if (r == nullptr) return;  // The step has finished.
+            ++guard->aborting;
+          }
+          r->StartAbort(errors::Cancelled("the step was cancelled"));
+          std::function<void()> finish;
+          {
+            absl::MutexLock l(&guard->mu);
+            if (--guard->aborting == 0) std::swap(finish, guard->finish);
+          }
+          if (finish) finish();
+        });
     if (!st->abort_registered) {
-      r->StartAbort(errors::Cancelled("the step was cancelled"));
+      st->rendezvous->StartAbort(errors::Cancelled("the step was cancelled"));
     }
   }
   Allocator* base = n > 0 ? partitions_[0].device->GetAllocator() : nullptr;
