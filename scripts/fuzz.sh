@@ -21,7 +21,7 @@ else
   build=${FUZZ_BUILD:-build-fuzz$opt}
 fi
 work=${FUZZ_WORK:-$build/work}
-all_harnesses="graphdef session tensor_proto tensor_bundle record example meta_graph kernel feed_parser iterator_state"
+all_harnesses="graphdef session tensor_proto tensor_bundle record example meta_graph kernel feed_parser iterator_state rpc"
 harnesses=${FUZZ_HARNESSES:-$all_harnesses}
 
 start=$(date +%s)
