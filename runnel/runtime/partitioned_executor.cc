@@ -1,7 +1,6 @@
 #include "runnel/runtime/partitioned_executor.h"
 
 #include <atomic>
-#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -170,16 +169,18 @@ Status PartitionedExecutor::Split(const Options& options,
 // inside StartAbort leaves its completion to that callback, which runs it
 // once StartAbort has returned. (A callback on another thread is waited
 // out by DeregisterCallback.)
-struct AbortGuard {
-  absl::Mutex mu;
-  Rendezvous* rendezvous ABSL_GUARDED_BY(mu) = nullptr;
-  int aborting ABSL_GUARDED_BY(mu) = 0;  // Callbacks inside StartAbort.
-  // The step's completion, when it finished while `aborting` > 0.
-  std::function<void()> finish ABSL_GUARDED_BY(mu);
-};
 
 // One step's bookkeeping, freed when the last partition reports.
 struct PartitionedExecutor::RunState {
+  // Note [Aborting a finishing step].
+  struct AbortGuard {
+    absl::Mutex mu;
+    Rendezvous* rendezvous ABSL_GUARDED_BY(mu) = nullptr;
+    bool aborting ABSL_GUARDED_BY(mu) = false;  // Inside StartAbort.
+    // The step finished while `aborting`: the callback finishes it.
+    bool finish_deferred ABSL_GUARDED_BY(mu) = false;
+  };
+
   std::function<void(const Status&)> done;
   absl::InlinedVector<Executor::Args, 2> args;
   absl::InlinedVector<std::unique_ptr<StepStatsCollector>, 2> collectors;
@@ -221,8 +222,8 @@ struct PartitionedExecutor::RunState {
     if (guard != nullptr) {
       absl::MutexLock l(&guard->mu);
       guard->rendezvous = nullptr;
-      if (guard->aborting > 0) {
-        guard->finish = [this] { Finish(); };  // The callback runs it.
+      if (guard->aborting) {
+        guard->finish_deferred = true;
         return;
       }
     }
@@ -262,24 +263,26 @@ void PartitionedExecutor::RunAsync(const Args& args,
   if (st->rendezvous != nullptr && args.cancellation_manager != nullptr) {
     st->cm = args.cancellation_manager;
     st->abort_token = st->cm->NewToken();
-    st->guard = std::make_shared<AbortGuard>();
+    st->guard = std::make_shared<RunState::AbortGuard>();
     st->guard->rendezvous = st->rendezvous;
     st->abort_registered =
-        st->cm->RegisterCallback(st->abort_token, [guard = st->guard] {
+        st->cm->RegisterCallback(st->abort_token, [guard = st->guard, st] {
           Rendezvous* r;
           {
             absl::MutexLock l(&guard->mu);
             r = guard->rendezvous;
             if (r == nullptr) return;  // The step has finished.
-            ++guard->aborting;
+            guard->aborting = true;
           }
           r->StartAbort(errors::Cancelled("the step was cancelled"));
-          std::function<void()> finish;
+          bool finish;
           {
             absl::MutexLock l(&guard->mu);
-            if (--guard->aborting == 0) std::swap(finish, guard->finish);
+            guard->aborting = false;
+            finish = std::exchange(guard->finish_deferred, false);
           }
-          if (finish) finish();
+          // `st` is alive only while its completion waits for this.
+          if (finish) st->Finish();
         });
     if (!st->abort_registered) {
       st->rendezvous->StartAbort(errors::Cancelled("the step was cancelled"));
