@@ -646,6 +646,74 @@ TEST(DistributedTest, CancelledRunGraphAndRecvTensorEndTheirStep) {
   EXPECT_TRUE(absl::StrContains(s.message(), "cancelled")) << s;
 }
 
+// Note [Steps that clean up after themselves] (worker.cc): a step whose
+// partition sent a value that no task has pulled yet is left for the
+// master's CleanupGraph; a step that leaves nothing behind is cleaned up by
+// the worker, which says so in its response, and a late RecvTensor for it
+// is refused at once instead of waiting.
+TEST(DistributedTest, StepsThatLeaveNothingBehindCleanUpThemselves) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  const std::string target = (*cluster)->target("worker", 0);
+  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(
+      grpc::CreateChannel(std::string(absl::StripPrefix(target, "grpc://")),
+                          grpc::InsecureChannelCredentials()),
+      "/job:worker/replica:0/task:0");
+  const Device* d = (*cluster)->server("worker", 0)->device_mgr()->devices()[0];
+  const std::string send =
+      Node("send", "_Send", {"c"}, kW0,
+           absl::StrCat(TFloat(),
+                        R"( attr { key: "tensor_name" value { s: "edge" } }
+                       attr { key: "send_device" value { s: ")",
+                        kW0, R"(" } }
+                       attr { key: "send_device_incarnation" value { i: )",
+                        static_cast<int64_t>(d->incarnation()), R"( } }
+                       attr { key: "recv_device" value { s: ")",
+                        kW1, R"(" } }
+                       attr { key: "client_terminated" value { b: false } })"));
+  RegisterGraphRequest reg;
+  *reg.mutable_graph_def() = Text(ConstVec("c", {5}, kW0) + send);
+  RegisterGraphResponse sends, computes;
+  ASSERT_OK(remote->RegisterGraph(reg, &sends, 30000));
+  *reg.mutable_graph_def() = Text(ConstVec("c", {5}, kW0));
+  ASSERT_OK(remote->RegisterGraph(reg, &computes, 30000));
+  const std::string key =
+      Rendezvous::CreateKey(kW0, d->incarnation(), kW1, "edge", {});
+
+  // Step 1 leaves its value for task 1 to pull: the worker keeps the step.
+  RunGraphRequest run;
+  RunGraphResponse resp;
+  run.set_graph_handle(sends.graph_handle());
+  run.set_step_id(1);
+  ASSERT_OK(remote->RunGraph(run, &resp, 30000));
+  EXPECT_FALSE(resp.runnel_step_cleaned_up());
+  RecvTensorRequest recv;
+  RecvTensorResponse recv_resp;
+  recv.set_step_id(1);
+  recv.set_rendezvous_key(key);
+  ASSERT_OK(remote->RecvTensor(recv, &recv_resp, 30000));
+  StatusOr<Tensor> got = Tensor::FromProto(recv_resp.tensor());
+  ASSERT_OK(got.status());
+  EXPECT_EQ(got->flat<float>()[0], 5);
+  CleanupGraphRequest cleanup;
+  CleanupGraphResponse cleanup_resp;
+  cleanup.set_step_id(1);
+  ASSERT_OK(remote->CleanupGraph(cleanup, &cleanup_resp, 30000));
+
+  // Step 2 leaves nothing: cleaned up here, said so, and gone.
+  run.set_graph_handle(computes.graph_handle());
+  run.set_step_id(2);
+  resp.Clear();
+  ASSERT_OK(remote->RunGraph(run, &resp, 30000));
+  EXPECT_TRUE(resp.runnel_step_cleaned_up());
+  for (int64_t step : {1, 2}) {
+    recv.set_step_id(step);
+    Status s = remote->RecvTensor(recv, &recv_resp, 30000);
+    EXPECT_EQ(s.code(), absl::StatusCode::kAborted) << s;
+    EXPECT_TRUE(absl::StrContains(s.message(), "cleaned up")) << s;
+  }
+}
+
 // GraphOptions.runnel_placement_strategy reaches the master: with the
 // greedy cost model two independent 256x256 MatMuls that no device pins
 // run on the two workers (the default puts everything on worker 0), with

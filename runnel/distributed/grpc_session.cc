@@ -238,20 +238,8 @@ class GrpcSession final : public Session {
   // One unary call of the bytes in `in` (taken).
   Status CallBytes(const char* method, grpc::ByteBuffer* in,
                    grpc::ByteBuffer* out, int64_t timeout_ms) const {
-    grpc::ClientContext ctx;
-    if (timeout_ms > 0) {
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(timeout_ms));
-    }
     const std::string name = absl::StrCat("/tensorflow.MasterService/", method);
-    absl::Notification done;
-    grpc::Status gs;
-    stub_.UnaryCall(&ctx, name, grpc::StubOptions(), in, out,
-                    [&](const grpc::Status& s) {
-                      gs = s;
-                      done.Notify();
-                    });
-    done.WaitForNotification();
+    grpc::Status gs = BlockingUnaryCall(&stub_, name, in, out, timeout_ms);
     Status s = FromGrpcStatus(gs);
     if (s.code() == absl::StatusCode::kUnavailable) {
       return errors::Unavailable(method, " to master ", options_.target,

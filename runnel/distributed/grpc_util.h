@@ -14,10 +14,15 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/generic/async_generic_service.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "runnel/base/status.h"
 #include "runnel/base/threadpool.h"
@@ -58,6 +63,29 @@ std::shared_ptr<grpc::Channel> NewChannel(
     const std::string& address,
     const std::shared_ptr<grpc::ChannelCredentials>& credentials);
 
+class RpcService;
+
+// One unary call of `method` with the bytes in `request` (taken) over
+// `stub`, made without blocking: `done` runs once, on an RPC thread of this
+// process (it must not block), with the call's status and the response's
+// bytes. The call completes on `via`'s polling threads while that service
+// runs, so a server's outgoing calls need no thread of their own (Note
+// [Completion-queue threads]); otherwise (`via` null or stopped) on a
+// process-wide client thread. Honours `opts` (may be null): its timeout,
+// wait-for-ready, and StartCancel, which cancels the call.
+using UnaryCallback =
+    std::function<void(const grpc::Status& status, grpc::ByteBuffer* response)>;
+void StartUnaryCall(grpc::GenericStub* stub, const std::string& method,
+                    grpc::ByteBuffer* request, CallOptions* opts,
+                    RpcService* via, UnaryCallback done);
+
+// The same call made on the calling thread, which waits for the answer
+// (0: no deadline).
+grpc::Status BlockingUnaryCall(grpc::GenericStub* stub,
+                               const std::string& method,
+                               grpc::ByteBuffer* request,
+                               grpc::ByteBuffer* response, int64_t timeout_ms);
+
 // Serves methods by full wire name. A handler reads `request`, fills
 // `response` and calls `done` once, from any thread; an error status goes
 // back as the RPC's status. Unknown methods get UNIMPLEMENTED naming them.
@@ -66,16 +94,16 @@ std::shared_ptr<grpc::Channel> NewChannel(
 // a handler that waits sets a cancel callback on it that ends the wait, and
 // clears it before calling `done`.
 // Handlers registered as blocking run on this service's own thread pool
-// (they may wait on other RPCs); the others run on gRPC's threads and must
-// not block.
-class RpcService final : public grpc::CallbackGenericService {
+// (they may wait on other RPCs); the others run on the service's polling
+// threads (Note [Completion-queue threads]) and must not block.
+class RpcService final {
  public:
   using Handler = std::function<void(const grpc::ByteBuffer& request,
                                      grpc::ByteBuffer* response,
                                      CallOptions* call, StatusCallback done)>;
 
-  explicit RpcService(int blocking_threads);
-  ~RpcService() override;
+  RpcService(int blocking_threads, int polling_threads);
+  ~RpcService();  // Stop()s.
 
   // Registers before the server starts.
   void Register(const std::string& method, Handler handler, bool blocking);
@@ -109,17 +137,46 @@ class RpcService final : public grpc::CallbackGenericService {
         blocking);
   }
 
-  grpc::ServerGenericBidiReactor* CreateReactor(
-      grpc::GenericCallbackServerContext* context) override;
+  // Adds the service and its completion queue to `builder` (before
+  // BuildAndStart).
+  void AddTo(grpc::ServerBuilder* builder);
+  // After BuildAndStart: accepts calls and starts the polling threads.
+  void Start();
+  // After the server's Shutdown (which cancels the calls in flight): waits
+  // for every accepted call's handler to call `done`, cancels the outgoing
+  // calls that complete here and waits for them, then ends the polling
+  // threads. Idempotent.
+  void Stop();
+
+  // For StartUnaryCall: the queue an outgoing call completes on (null once
+  // stopping), counted until EndClientCall.
+  grpc::CompletionQueue* BeginClientCall(grpc::ClientContext* ctx);
+  void EndClientCall(grpc::ClientContext* ctx);
 
  private:
   struct Entry {
     Handler handler;
     bool blocking = false;
   };
-  class Reactor;
+  class Call;
+  // Offers the server one more call to match (a pending RequestCall).
+  void Accept();
+  void CallEnded();
+  void Poll();
+
   absl::flat_hash_map<std::string, Entry> methods_;
+  grpc::AsyncGenericService service_;
+  std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  const int polling_threads_;
+  std::vector<std::thread> threads_;
   ThreadPool pool_;
+  absl::Mutex mu_;
+  // Call objects alive: accepted or waiting to be matched.
+  int live_ ABSL_GUARDED_BY(mu_) = 0;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // Outgoing calls completing on cq_.
+  absl::flat_hash_set<grpc::ClientContext*> client_calls_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace runnel

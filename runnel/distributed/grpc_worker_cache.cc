@@ -1,7 +1,5 @@
 #include "runnel/distributed/grpc_worker_cache.h"
 
-#include <chrono>
-
 #include "absl/strings/str_cat.h"
 #include "grpcpp/generic/generic_stub.h"
 
@@ -39,8 +37,12 @@ namespace {
 
 class GrpcRemoteWorker final : public WorkerInterface {
  public:
-  GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string task)
-      : channel_(std::move(channel)), stub_(channel_), task_(std::move(task)) {}
+  GrpcRemoteWorker(std::shared_ptr<grpc::Channel> channel, std::string task,
+                   RpcService* via)
+      : channel_(std::move(channel)),
+        stub_(channel_),
+        task_(std::move(task)),
+        via_(via) {}
 
 #define RUNNEL_DEFINE_REMOTE(M)                                        \
   void M##Async(CallOptions* opts, const M##Request* request,          \
@@ -100,36 +102,18 @@ class GrpcRemoteWorker final : public WorkerInterface {
                  grpc::ByteBuffer* request,
                  std::function<Status(const grpc::ByteBuffer&)> parse,
                  StatusCallback done) {
-    struct State {
-      grpc::ClientContext ctx;
-      grpc::ByteBuffer req, resp;
-    };
-    // Shared with the cancel callback: StartCancel may run it on another
-    // thread just as the call completes, so the context must outlive both.
-    auto st = std::make_shared<State>();
-    if (opts != nullptr && opts->timeout_ms() > 0) {
-      st->ctx.set_deadline(std::chrono::system_clock::now() +
-                           std::chrono::milliseconds(opts->timeout_ms()));
-    }
-    if (opts != nullptr && opts->wait_for_ready()) {
-      st->ctx.set_wait_for_ready(true);
-    }
-    st->req.Swap(request);
-    if (opts != nullptr) {
-      opts->SetCancelCallback([st] { st->ctx.TryCancel(); });
-    }
-    stub_.UnaryCall(
-        &st->ctx, method, grpc::StubOptions(), &st->req, &st->resp,
-        [this, st, opts, method, parse = std::move(parse),
-         done = std::move(done)](const grpc::Status& gs) {
-          if (opts != nullptr) opts->ClearCancelCallback();
+    StartUnaryCall(
+        &stub_, method, request, opts, via_,
+        [task = task_, method, parse = std::move(parse),
+         done = std::move(done)](const grpc::Status& gs,
+                                 grpc::ByteBuffer* response) {
           Status s = FromGrpcStatus(gs);
           if (s.ok()) {
-            s = parse(st->resp);
+            s = parse(*response);
           } else if (s.code() == absl::StatusCode::kUnavailable ||
                      s.code() == absl::StatusCode::kDeadlineExceeded) {
             // Name the task: "which worker died" is the question to answer.
-            s = Status(s.code(), absl::StrCat(method, " to task ", task_,
+            s = Status(s.code(), absl::StrCat(method, " to task ", task,
                                               " failed: ", s.message()));
           }
           done(s);
@@ -139,6 +123,7 @@ class GrpcRemoteWorker final : public WorkerInterface {
   std::shared_ptr<grpc::Channel> channel_;
   grpc::GenericStub stub_;
   const std::string task_;
+  RpcService* const via_;
 };
 
 }  // namespace
@@ -169,17 +154,18 @@ void WorkerInterface::RecvTensorRawAsync(CallOptions* opts,
 }
 
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
-    std::shared_ptr<grpc::Channel> channel, std::string task) {
-  return std::make_unique<GrpcRemoteWorker>(std::move(channel),
-                                            std::move(task));
+    std::shared_ptr<grpc::Channel> channel, std::string task, RpcService* via) {
+  return std::make_unique<GrpcRemoteWorker>(std::move(channel), std::move(task),
+                                            via);
 }
 
 GrpcWorkerCache::GrpcWorkerCache(
     ClusterDef cluster, std::string local_task, WorkerInterface* local,
-    std::shared_ptr<grpc::ChannelCredentials> credentials)
+    std::shared_ptr<grpc::ChannelCredentials> credentials, RpcService* via)
     : local_task_(std::move(local_task)),
       local_(local),
-      credentials_(std::move(credentials)) {
+      credentials_(std::move(credentials)),
+      via_(via) {
   SetCluster(cluster);
 }
 
@@ -220,7 +206,7 @@ WorkerInterface* GrpcWorkerCache::GetWorker(const std::string& task) {
   auto addr = addresses_.find(task);
   if (addr == addresses_.end()) return nullptr;
   auto worker =
-      NewGrpcRemoteWorker(NewChannel(addr->second, credentials_), task);
+      NewGrpcRemoteWorker(NewChannel(addr->second, credentials_), task, via_);
   WorkerInterface* w = worker.get();
   remote_[task] = std::move(worker);
   return w;

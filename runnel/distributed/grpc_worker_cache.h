@@ -16,16 +16,20 @@
 
 namespace runnel {
 
-// A WorkerInterface over a channel, calling TF's wire method names.
+// A WorkerInterface over a channel, calling TF's wire method names; its
+// calls complete on `via`'s threads while it runs (StartUnaryCall).
 std::unique_ptr<WorkerInterface> NewGrpcRemoteWorker(
-    std::shared_ptr<grpc::Channel> channel, std::string task);
+    std::shared_ptr<grpc::Channel> channel, std::string task,
+    RpcService* via = nullptr);
 
 class GrpcWorkerCache final : public WorkerCacheInterface {
  public:
-  // `local` (may be null) serves `local_task`.
+  // `local` (may be null) serves `local_task`; calls to the others
+  // complete on `via`'s threads (may be null: StartUnaryCall).
   GrpcWorkerCache(ClusterDef cluster, std::string local_task,
                   WorkerInterface* local,
-                  std::shared_ptr<grpc::ChannelCredentials> credentials);
+                  std::shared_ptr<grpc::ChannelCredentials> credentials,
+                  RpcService* via = nullptr);
 
   // Replaces the addresses (a local cluster learns its ports after binding).
   void SetCluster(const ClusterDef& cluster);
@@ -43,6 +47,7 @@ class GrpcWorkerCache final : public WorkerCacheInterface {
   const std::string local_task_;
   WorkerInterface* const local_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  RpcService* const via_;
 };
 
 }  // namespace runnel

@@ -207,8 +207,11 @@ class MasterSession {
       const std::vector<std::string>& targets)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Status PlaceNodes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Asks every task of `plan` to end step `step_id` (aborting what runs).
-  void CleanupStep(const StepPlan& plan, int64_t step_id, bool wait);
+  // Asks every task of `plan` to end step `step_id` (aborting what runs),
+  // but for those whose response in `resps` (may be null) says they cleaned
+  // it up themselves.
+  void CleanupStep(const StepPlan& plan, int64_t step_id, bool wait,
+                   const std::vector<RunGraphResponse>* resps = nullptr);
   // Sends reqs[i] (with sends[i] beside it) to the task of plan->parts[i]
   // and waits for every answer, bounded by `timeout_ms` when > 0. The first
   // failure (or the timeout, DeadlineExceeded, or a failed health check)
@@ -552,15 +555,25 @@ StatusOr<std::shared_ptr<StepPlan>> MasterSession::BuildPlan(
 }
 
 void MasterSession::CleanupStep(const StepPlan& plan, int64_t step_id,
-                                bool wait) {
+                                bool wait,
+                                const std::vector<RunGraphResponse>* resps) {
   struct Call {
     CallOptions opts;
     CleanupGraphRequest req;
     CleanupGraphResponse resp;
   };
   auto notify = std::make_shared<absl::Notification>();
-  auto pending = std::make_shared<std::atomic<size_t>>(plan.parts.size());
-  for (const PartPlan& part : plan.parts) {
+  // Tasks that cleaned the step up themselves need no CleanupGraph (Note
+  // [Steps that clean up after themselves] in worker.cc).
+  std::vector<const PartPlan*> parts;
+  for (size_t i = 0; i < plan.parts.size(); ++i) {
+    if (resps != nullptr && (*resps)[i].runnel_step_cleaned_up()) continue;
+    parts.push_back(&plan.parts[i]);
+  }
+  if (parts.empty()) return;
+  auto pending = std::make_shared<std::atomic<size_t>>(parts.size());
+  for (const PartPlan* p : parts) {
+    const PartPlan& part = *p;
     auto* call = new Call;
     call->req.set_step_id(step_id);
     call->opts.SetTimeout(kCloseTimeoutMs);
@@ -609,7 +622,7 @@ Status MasterSession::Run(const RunOptions& options,
   }
   Status status = RunParts(plan, step_id, timeout_ms, caller, &reqs, &sends,
                            &resps, &recvs);
-  CleanupStep(*plan, step_id, /*wait=*/false);
+  CleanupStep(*plan, step_id, /*wait=*/false, status.ok() ? &resps : nullptr);
   if (!status.ok()) return status;
 
   absl::flat_hash_map<int, Tensor> by_index;

@@ -41,6 +41,14 @@ void RemoteRendezvous::RecvAsync(const ParsedKey& key, const Args& args,
   }
 }
 
+bool RemoteRendezvous::Idle() {
+  {
+    absl::MutexLock l(&mu_);
+    if (!calls_.empty()) return false;
+  }
+  return local_.NumPendingSends() == 0 && local_.NumPendingRecvs() == 0;
+}
+
 void RemoteRendezvous::RecvLocalAsync(const ParsedKey& key, DoneCallback done) {
   local_.RecvAsync(key, Args(), std::move(done));
 }

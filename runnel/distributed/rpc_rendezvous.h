@@ -39,6 +39,10 @@ class RemoteRendezvous final : public Rendezvous {
                  DoneCallback done) override;
   void StartAbort(const Status& status) override;
 
+  // Nothing waits here: no value sent and not yet received, no receiver
+  // waiting, no RecvTensor in flight.
+  bool Idle();
+
   // Serves another task's RecvTensor: waits in the local table only.
   void RecvLocalAsync(const ParsedKey& key, DoneCallback done);
 

@@ -34,10 +34,13 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerDef& server_def,
       s->devices_,
       NewLocalDeviceMgr(server_def.default_session_config(), s->task_));
   ASSIGN_OR_RETURN(auto credentials, MakeChannelCredentials(options.tls));
+  s->service_ =
+      std::make_unique<RpcService>(options.master_threads, options.rpc_threads);
   s->worker_ = std::make_unique<Worker>(s->task_, s->devices_.get(), nullptr,
                                         options.untrusted);
   s->cache_ = std::make_unique<GrpcWorkerCache>(server_def.cluster(), s->task_,
-                                                s->worker_.get(), credentials);
+                                                s->worker_.get(), credentials,
+                                                s->service_.get());
   s->worker_->set_worker_cache(s->cache_.get());
   MasterEnv env;
   env.local_task = s->task_;
@@ -47,7 +50,6 @@ StatusOr<std::unique_ptr<Server>> Server::Create(const ServerDef& server_def,
   env.untrusted = options.untrusted;
   env.health_check_timeout_ms = options.health_check_timeout_ms;
   s->master_ = std::make_unique<Master>(std::move(env));
-  s->service_ = std::make_unique<RpcService>(options.master_threads);
   s->RegisterMethods();
   return s;
 }
@@ -184,13 +186,16 @@ Status Server::Start() {
   builder.AddListeningPort(address, credentials, &bound_port_);
   builder.SetMaxReceiveMessageSize(-1);
   builder.SetMaxSendMessageSize(-1);
-  builder.RegisterCallbackGenericService(service_.get());
+  service_->AddTo(&builder);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port_ == 0) {
+    if (server_ != nullptr) server_->Shutdown();
     server_.reset();
+    service_->Stop();
     return errors::Unavailable("task ", task_, " cannot listen on ", address,
                                " (in use, or not an address of this host?)");
   }
+  service_->Start();
   return absl::OkStatus();
 }
 
@@ -206,6 +211,7 @@ void Server::Stop() {
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() +
                       std::chrono::milliseconds(500));
+    service_->Stop();
     server_->Wait();
   }
 }
@@ -217,12 +223,14 @@ void Server::Join() {
 
 Server::~Server() {
   Stop();
-  // The master closes its sessions through the worker cache; then the
-  // service (its threads) and the worker go.
+  // The master closes its sessions through the worker cache (its calls
+  // complete on the client thread: the service has stopped); then the
+  // worker, the cache, whose workers point at the service, and the service.
   master_.reset();
   server_.reset();
-  service_.reset();
   worker_.reset();
+  cache_.reset();
+  service_.reset();
 }
 
 std::string Server::target() const {

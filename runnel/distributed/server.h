@@ -34,6 +34,9 @@ struct ServerOptions {
   TlsFiles tls;
   // Threads for the master's blocking handlers.
   int master_threads = 8;
+  // Threads that poll the server's calls and run its non-blocking handlers
+  // (Note [Completion-queue threads] in grpc_util.cc).
+  int rpc_threads = 1;
   // Refuse graphs whose ops touch files (Saver, readers) from any client, at
   // CreateSession/ExtendSession and RegisterGraph (runtime/session.h,
   // SessionOptions::untrusted). Off by default, as in TensorFlow, whose

@@ -362,9 +362,11 @@ void Worker::RunGraphRawAsync(CallOptions* opts, const RunGraphRequest* request,
   args.step_resources = &st->step_resources;
   args.rendezvous = rendezvous.get();
   args.step_stats = record ? &st->stats : nullptr;
-  // The calling thread is gRPC's (or the master's): every partition starts
-  // on the pool.
-  args.run_first_inline = false;
+  // The calling thread is an RPC polling thread (or the master's): it runs
+  // the cheap start of each partition (a variable read, a _Send, the
+  // _Recvs' requests), which costs less than a hand-off; expensive nodes
+  // go to the pool.
+  args.start_cheap_roots_inline = true;
   // A caller that cancels the call or goes away (the master's process died,
   // its connection closed) ends the step here too: nobody waits for it.
   if (opts != nullptr) {
@@ -375,12 +377,16 @@ void Worker::RunGraphRawAsync(CallOptions* opts, const RunGraphRequest* request,
              recv_keys = std::move(recv_keys),
              done = std::move(done)](const Status& run_status) {
         if (opts != nullptr) opts->ClearCancelCallback();
+        bool last_run_of_step = false;
         {
           absl::MutexLock l(&mu_);
           auto it = active_steps_.find(step_id);
           if (it != active_steps_.end()) {
             it->second.erase(st->cm);
-            if (it->second.empty()) active_steps_.erase(it);
+            if (it->second.empty()) {
+              active_steps_.erase(it);
+              last_run_of_step = true;
+            }
           }
           if (rpc_logging_ && record) logged_steps_[step_id] = st->stats;
         }
@@ -428,9 +434,28 @@ void Worker::RunGraphRawAsync(CallOptions* opts, const RunGraphRequest* request,
           if (!got->status.ok()) return done(got->status);
         }
         if (record) *response->mutable_step_stats() = std::move(st->stats);
+        // Note [Steps that clean up after themselves].
+        if (last_run_of_step && st->rendezvous->Idle()) {
+          rendezvous_mgr_->Cleanup(step_id);
+          response->set_runnel_step_cleaned_up(true);
+        }
         done(absl::OkStatus());
       });
 }
+
+// Note [Steps that clean up after themselves]
+// TF's master sends CleanupGraph to every task after every step, so a
+// task's rendezvous can keep what it sent until the receivers took it (a
+// task's partition ends when its _Sends have run, often before other tasks
+// have pulled the values). When a step's last partition here ends well and
+// its rendezvous holds nothing (no value waiting to be pulled, no receiver
+// waiting, no RecvTensor in flight: nothing of the step can arrive any
+// more, since the values of this task's _Recvs have all come and its
+// _Sends have all run), the worker cleans the step up itself and says so
+// in its response (RunGraphResponse.runnel_step_cleaned_up), and the
+// master sends no CleanupGraph to it: a PS task that serves reads and
+// takes updates saves one RPC in four per step. A step that failed, or
+// left values behind, is cleaned up by the master's CleanupGraph as in TF.
 
 void Worker::RunPartialGraph(const RunGraphRequest& request,
                              std::shared_ptr<GraphItem> item,

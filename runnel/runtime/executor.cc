@@ -620,7 +620,8 @@ class ExecutorState {
           static_cast<int64_t>(plan_.roots.size());
     }
     InlineReady inline_ready;
-    ScheduleReady(ready, &inline_ready);
+    ScheduleReady(ready, &inline_ready,
+                  /*keep_expensive=*/!args_.cheap_roots_inline_only);
     // ScheduleReady counted nothing new here: roots were counted above.
     RunInline(&inline_ready);
   }

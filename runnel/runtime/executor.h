@@ -78,6 +78,11 @@ class Executor {
     // The step's LimitedAllocator when it has a memory limit; null: each
     // kernel allocates from its device's allocator.
     Allocator* allocator = nullptr;
+    // The thread that calls RunAsync runs only the cheap roots (and those
+    // measured cheap) and what follows them inline; an expensive root goes
+    // to the pool. For a caller whose thread must not be held long, such as
+    // an RPC polling thread. False: one expensive root may stay inline.
+    bool cheap_roots_inline_only = false;
   };
   using DoneCallback = std::function<void(const Status&)>;
 

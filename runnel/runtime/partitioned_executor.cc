@@ -299,6 +299,7 @@ void PartitionedExecutor::RunAsync(const Args& args,
     if (partitions_[i].device->GetAllocator() == base) {
       a.allocator = st->allocator;
     }
+    a.cheap_roots_inline_only = args.start_cheap_roots_inline;
     a.step_id = args.step_id;
     a.call_frame = args.call_frame;
     a.cancellation_manager = args.cancellation_manager;
@@ -322,6 +323,14 @@ void PartitionedExecutor::RunAsync(const Args& args,
   if (args.run_first_inline) {
     last = 0;
     while (last + 1 < n && partitions_[last].starts_with_recvs) ++last;
+  }
+  if (args.start_cheap_roots_inline) {
+    // Only the last call can finish the step (and free what the caller
+    // keeps alive); nothing is touched after it.
+    for (size_t i = 0; i < n; ++i) {
+      partitions_[i].executor->RunAsync(st->args[i], on_done);
+    }
+    return;
   }
   for (size_t i = 0; i < n; ++i) {
     if (i == last) continue;

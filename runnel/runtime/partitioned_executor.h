@@ -78,6 +78,11 @@ class PartitionedExecutor {
     // the devices run concurrently. A caller that must keep the clock (a
     // step timeout) passes false: then every partition starts on the pool.
     bool run_first_inline = true;
+    // Overrides run_first_inline: every partition starts on the calling
+    // thread, which runs only their cheap roots and what follows them
+    // (Executor::Args::cheap_roots_inline_only): for an RPC polling thread,
+    // which a hand-off to the pool would cost more than the cheap nodes.
+    bool start_cheap_roots_inline = false;
     // > 0: the step's kernels may hold at most this many bytes of outputs
     // and temps at once; an allocation past it fails with ResourceExhausted
     // naming the node (Note [Step memory limits]). 0: no limit of its own
