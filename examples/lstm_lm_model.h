@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "runnel/runnel.h"
+#include "runnel/training/embedding.h"
 #include "runnel/training/layers.h"
 #include "runnel/training/losses.h"
 #include "runnel/training/optimizer.h"
@@ -58,6 +59,17 @@ struct LstmLmConfig {
   // rules] in runnel/runtime/placer.h) and each variable update with its
   // variable; examples/model_parallel_lstm.cc prints where they landed.
   std::vector<std::string> layer_devices;
+  // > 1: the embedding and the softmax weights and biases are each split
+  // into this many shards (training::PartitionedVariable, partition
+  // strategy "div"): on a cluster, under a ReplicaDeviceSetter, the shards
+  // spread over the PS tasks, each lookup and sparse update runs on the
+  // shard's task, and a sampled-softmax step moves only the rows it uses
+  // (OSDI'16 §6.4). The full softmax multiplies by each shard and
+  // concatenates the logits.
+  int shards = 1;
+  // Adds a global step (training::CreateGlobalStep), counted by the train
+  // op: what MonitoredTrainingSession's hooks read on a cluster.
+  bool global_step = false;
 };
 
 struct LstmLm {
@@ -66,6 +78,7 @@ struct LstmLm {
   Output loss;       // The training loss (full or sampled softmax).
   Output full_loss;  // Mean full-softmax cross-entropy (for perplexity).
   Operation train;
+  training::Variable global_step;  // With LstmLmConfig::global_step.
 };
 
 // The scope for layer `i`'s ops (the root itself when it has no device).
@@ -86,10 +99,20 @@ inline Status BuildLstmLm(const Scope& root, const LstmLmConfig& c, LstmLm* m) {
                                ops::Placeholder::Shape({c.steps, c.batch}));
   m->targets = ops::Placeholder(last.WithOpName("targets"), DT_INT32,
                                 ops::Placeholder::Shape({c.steps, c.batch}));
-  Variable embedding(first, "embedding", TensorShape({c.vocab, c.embedding}),
-                     Initializer::RandomUniform(-0.1, 0.1));
-  Output x = ops::GatherV2(first, embedding, m->inputs,
-                           ops::Const(first, 0));  // [T, B, E]
+  constexpr auto kDiv = training::PartitionStrategy::kDiv;
+  const bool sharded = c.shards > 1;
+  const Initializer embedding_init = Initializer::RandomUniform(-0.1, 0.1);
+  Output x;  // [T, B, E]
+  if (sharded) {
+    training::PartitionedVariable embedding(first, "embedding",
+                                            TensorShape({c.vocab, c.embedding}),
+                                            c.shards, embedding_init);
+    x = training::EmbeddingLookup(first, embedding, m->inputs, kDiv);
+  } else {
+    Variable embedding(first, "embedding", TensorShape({c.vocab, c.embedding}),
+                       embedding_init);
+    x = ops::GatherV2(first, embedding, m->inputs, ops::Const(first, 0));
+  }
   training::DynamicRNNOptions rnn_options;
   rnn_options.implementation =
       c.while_loop ? training::DynamicRNNOptions::Implementation::kWhileLoop
@@ -107,29 +130,54 @@ inline Status BuildLstmLm(const Scope& root, const LstmLmConfig& c, LstmLm* m) {
   }
   Output flat = ops::Reshape(last, x, ops::Const(last, {-1, c.hidden}));
   // Softmax weights [vocab, hidden], as sampled_softmax_loss wants them.
-  Variable softmax_w(last, "softmax_w", TensorShape({c.vocab, c.hidden}),
-                     Initializer::FanInUniform(0, c.hidden));
-  Variable softmax_b(last, "softmax_b", TensorShape({c.vocab}),
-                     Initializer::FanInUniform(0, c.hidden));
+  const Initializer softmax_init = Initializer::FanInUniform(0, c.hidden);
   Output labels = ops::Reshape(last, m->targets, ops::Const(last, {-1}));
-  Output logits = ops::BiasAdd(
-      last, ops::MatMul(last, flat, softmax_w, ops::MatMul::TransposeB(true)),
-      softmax_b);
-  m->full_loss = training::SparseSoftmaxCrossEntropyLoss(last, logits, labels);
-  if (c.sampled_softmax) {
-    Output labels64 = ops::Reshape(last, ops::Cast(last, labels, DT_INT64),
-                                   ops::Const(last, {-1, 1}));
-    m->loss = ops::Mean(
-        last,
-        training::SampledSoftmaxLoss(last, softmax_w, softmax_b, labels64, flat,
-                                     c.num_sampled, c.vocab),
-        ops::Const(last, 0));
+  Output labels64 = ops::Reshape(last, ops::Cast(last, labels, DT_INT64),
+                                 ops::Const(last, {-1, 1}));
+  Output logits, sampled_loss;
+  if (sharded) {
+    training::PartitionedVariable softmax_w(last, "softmax_w",
+                                            TensorShape({c.vocab, c.hidden}),
+                                            c.shards, softmax_init);
+    training::PartitionedVariable softmax_b(
+        last, "softmax_b", TensorShape({c.vocab}), c.shards, softmax_init);
+    // "div" shards hold consecutive classes: their logits, side by side,
+    // are the classes in order.
+    std::vector<Output> parts;
+    for (int k = 0; k < c.shards; ++k) {
+      parts.push_back(
+          ops::BiasAdd(last,
+                       ops::MatMul(last, flat, softmax_w.shards()[k],
+                                   ops::MatMul::TransposeB(true)),
+                       softmax_b.shards()[k]));
+    }
+    logits = ops::ConcatV2(last, parts, ops::Const(last, 1));
+    if (c.sampled_softmax) {
+      sampled_loss =
+          training::SampledSoftmaxLoss(last, softmax_w, softmax_b, labels64,
+                                       flat, c.num_sampled, c.vocab, {}, kDiv);
+    }
   } else {
-    m->loss = m->full_loss;
+    Variable softmax_w(last, "softmax_w", TensorShape({c.vocab, c.hidden}),
+                       softmax_init);
+    Variable softmax_b(last, "softmax_b", TensorShape({c.vocab}), softmax_init);
+    logits = ops::BiasAdd(
+        last, ops::MatMul(last, flat, softmax_w, ops::MatMul::TransposeB(true)),
+        softmax_b);
+    if (c.sampled_softmax) {
+      sampled_loss = training::SampledSoftmaxLoss(
+          last, softmax_w, softmax_b, labels64, flat, c.num_sampled, c.vocab);
+    }
   }
+  m->full_loss = training::SparseSoftmaxCrossEntropyLoss(last, logits, labels);
+  m->loss = c.sampled_softmax
+                ? ops::Mean(last, sampled_loss, ops::Const(last, 0))
+                : m->full_loss;
+  if (c.global_step) m->global_step = training::CreateGlobalStep(root);
   training::GradientDescentOptimizer sgd(c.learning_rate);
   // On the root scope: a device there would pin every gradient op to it.
-  RETURN_IF_ERROR(sgd.Minimize(root, m->loss, {}, nullptr, &m->train));
+  RETURN_IF_ERROR(sgd.Minimize(
+      root, m->loss, {}, c.global_step ? &m->global_step : nullptr, &m->train));
   return root.status();
 }
 

@@ -1,5 +1,6 @@
 #include "runnel/training/losses.h"
 
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -9,12 +10,15 @@
 namespace runnel::training {
 namespace {
 
-Status CheckSampledSoftmaxArgs(const Scope& scope, const Output& weights,
-                               const Output& biases, const Output& labels,
-                               const Output& inputs, int64_t num_sampled,
-                               int64_t num_classes,
+// `weights_dtype`, `biases_dtype` and `ws` describe the weights and biases,
+// whatever holds them (a tensor, or a partitioned variable).
+Status CheckSampledSoftmaxArgs(const Scope& scope, DataType weights_dtype,
+                               DataType biases_dtype,
+                               const PartialTensorShape& ws,
+                               const Output& labels, const Output& inputs,
+                               int64_t num_sampled, int64_t num_classes,
                                const SampledSoftmaxOptions& options) {
-  for (const Output* o : {&weights, &biases, &labels, &inputs}) {
+  for (const Output* o : {&labels, &inputs}) {
     if (o->node() == nullptr) {
       return errors::InvalidArgument("SampledSoftmaxLoss: null input");
     }
@@ -25,12 +29,12 @@ Status CheckSampledSoftmaxArgs(const Scope& scope, const Output& weights,
         "SampledSoftmaxLoss: inputs must be float or double, got ",
         DataTypeString(dt));
   }
-  if (BaseType(weights.type()) != dt || BaseType(biases.type()) != dt) {
+  if (BaseType(weights_dtype) != dt || BaseType(biases_dtype) != dt) {
     return errors::InvalidArgument(
         "SampledSoftmaxLoss: weights, biases and inputs must have one dtype, "
         "got ",
-        DataTypeString(weights.type()), ", ", DataTypeString(biases.type()),
-        ", ", DataTypeString(inputs.type()));
+        DataTypeString(weights_dtype), ", ", DataTypeString(biases_dtype), ", ",
+        DataTypeString(inputs.type()));
   }
   const DataType lt = BaseType(labels.type());
   if (lt != DT_INT64 && lt != DT_INT32) {
@@ -49,7 +53,6 @@ Status CheckSampledSoftmaxArgs(const Scope& scope, const Output& weights,
         "SampledSoftmaxLoss: cannot sample ", num_sampled,
         " distinct classes out of num_classes = ", num_classes);
   }
-  const PartialTensorShape ws = scope.GetShape(weights);
   const PartialTensorShape xs = scope.GetShape(inputs);
   if (!ws.unknown_rank() && !xs.unknown_rank() &&
       (ws.dims() != 2 || xs.dims() != 2 ||
@@ -85,21 +88,17 @@ Output MaskAccidentalHits(const Scope& s, const Output& labels,
                   ops::Reshape(s, mask, ops::Shape(s, sampled_logits)));
 }
 
-}  // namespace
+// The rows of the weights (or biases) at int64 `ids`, gathered so that
+// their gradient stays sparse.
+using RowsFn = std::function<Output(const Scope&, const Output& ids)>;
 
-// TF's _compute_sampled_logits followed by softmax_cross_entropy_with_logits.
-Output SampledSoftmaxLoss(const Scope& scope, const Output& weights,
-                          const Output& biases, const Output& labels,
-                          const Output& inputs, int64_t num_sampled,
-                          int64_t num_classes,
-                          const SampledSoftmaxOptions& options) {
-  if (!scope.ok()) return Output();
-  Status st = CheckSampledSoftmaxArgs(scope, weights, biases, labels, inputs,
-                                      num_sampled, num_classes, options);
-  if (!st.ok()) {
-    scope.UpdateStatus(st);
-    return Output();
-  }
+// TF's _compute_sampled_logits followed by softmax_cross_entropy_with_logits,
+// once the arguments are checked.
+Output SampledSoftmaxLossOfRows(const Scope& scope, const RowsFn& weight_rows,
+                                const RowsFn& bias_rows, const Output& labels,
+                                const Output& inputs, int64_t num_sampled,
+                                int64_t num_classes,
+                                const SampledSoftmaxOptions& options) {
   const Scope s = scope.NewSubScope("sampled_softmax_loss");
   const DataType dt = BaseType(inputs.type());
   const int64_t num_true = options.num_true;
@@ -127,8 +126,8 @@ Output SampledSoftmaxLoss(const Scope& scope, const Output& weights,
   // One gather of the rows of the true then the sampled classes (one
   // gather: the weights' gradient stays sparse).
   const Output all_ids = ops::ConcatV2(s, {labels_flat, sampled}, 0);
-  const Output all_w = ops::GatherV2(s, weights, all_ids, 0);
-  const Output all_b = ops::GatherV2(s, biases, all_ids, 0);
+  const Output all_w = weight_rows(s, all_ids);
+  const Output all_b = bias_rows(s, all_ids);
   const Output n_true = ops::Size(s, labels_flat);
   const Output minus_one = ops::Const(s, -1);
   const Output zero = ops::Const(s, 0);
@@ -174,6 +173,78 @@ Output SampledSoftmaxLoss(const Scope& scope, const Output& weights,
   return ops::SoftmaxCrossEntropyWithLogits(s.WithOpName("loss"), logits,
                                             targets)
       .loss;
+}
+
+}  // namespace
+
+Output SampledSoftmaxLoss(const Scope& scope, const Output& weights,
+                          const Output& biases, const Output& labels,
+                          const Output& inputs, int64_t num_sampled,
+                          int64_t num_classes,
+                          const SampledSoftmaxOptions& options) {
+  if (!scope.ok()) return Output();
+  if (weights.node() == nullptr || biases.node() == nullptr) {
+    scope.UpdateStatus(
+        errors::InvalidArgument("SampledSoftmaxLoss: null input"));
+    return Output();
+  }
+  Status st = CheckSampledSoftmaxArgs(scope, weights.type(), biases.type(),
+                                      scope.GetShape(weights), labels, inputs,
+                                      num_sampled, num_classes, options);
+  if (!st.ok()) {
+    scope.UpdateStatus(st);
+    return Output();
+  }
+  return SampledSoftmaxLossOfRows(
+      scope,
+      [&](const Scope& s, const Output& ids) {
+        return ops::GatherV2(s, weights, ids, 0);
+      },
+      [&](const Scope& s, const Output& ids) {
+        return ops::GatherV2(s, biases, ids, 0);
+      },
+      labels, inputs, num_sampled, num_classes, options);
+}
+
+Output SampledSoftmaxLoss(const Scope& scope,
+                          const PartitionedVariable& weights,
+                          const PartitionedVariable& biases,
+                          const Output& labels, const Output& inputs,
+                          int64_t num_sampled, int64_t num_classes,
+                          const SampledSoftmaxOptions& options,
+                          PartitionStrategy strategy) {
+  if (!scope.ok()) return Output();
+  if (!weights.ok() || !biases.ok()) {
+    scope.UpdateStatus(errors::InvalidArgument(
+        "SampledSoftmaxLoss: weights and biases must be partitioned "
+        "variables with shards"));
+    return Output();
+  }
+  if (weights.shape().dims() < 1 || biases.shape().dims() != 1 ||
+      biases.shape().dim_size(0) != weights.shape().dim_size(0)) {
+    scope.UpdateStatus(errors::InvalidArgument(
+        "SampledSoftmaxLoss: weights [num_classes, dim] and biases "
+        "[num_classes] disagree: ",
+        weights.shape().DebugString(), " and ", biases.shape().DebugString()));
+    return Output();
+  }
+  Status st = CheckSampledSoftmaxArgs(
+      scope, weights.dtype(), biases.dtype(),
+      PartialTensorShape(weights.shape().dim_sizes()), labels, inputs,
+      num_sampled, num_classes, options);
+  if (!st.ok()) {
+    scope.UpdateStatus(st);
+    return Output();
+  }
+  return SampledSoftmaxLossOfRows(
+      scope,
+      [&](const Scope& s, const Output& ids) {
+        return EmbeddingLookup(s, weights, ids, strategy);
+      },
+      [&](const Scope& s, const Output& ids) {
+        return EmbeddingLookup(s, biases, ids, strategy);
+      },
+      labels, inputs, num_sampled, num_classes, options);
 }
 
 }  // namespace runnel::training

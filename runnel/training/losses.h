@@ -37,6 +37,7 @@
 #include <optional>
 
 #include "runnel/graph/scope.h"
+#include "runnel/training/embedding.h"
 
 namespace runnel::training {
 
@@ -76,6 +77,22 @@ Output SampledSoftmaxLoss(const Scope& scope, const Output& weights,
                           const Output& inputs, int64_t num_sampled,
                           int64_t num_classes,
                           const SampledSoftmaxOptions& options = {});
+
+// The same loss over weights and biases split into shards (TF's
+// sampled_softmax_loss with partitioned variables and partition_strategy):
+// the rows of the true and sampled classes are gathered from the shards
+// with EmbeddingLookup (embedding.h), so on a cluster each shard's rows are
+// read, and their sparse gradients applied, on the shard's own task: a step
+// moves only those rows. `weights` [num_classes, dim] and `biases`
+// [num_classes] must have as many rows; the loss equals the unsharded one
+// for the same values and samples.
+Output SampledSoftmaxLoss(const Scope& scope,
+                          const PartitionedVariable& weights,
+                          const PartitionedVariable& biases,
+                          const Output& labels, const Output& inputs,
+                          int64_t num_sampled, int64_t num_classes,
+                          const SampledSoftmaxOptions& options = {},
+                          PartitionStrategy strategy = PartitionStrategy::kMod);
 
 }  // namespace runnel::training
 

@@ -121,6 +121,70 @@ TEST(SampledSoftmaxLossTest, MatchesFormulaWithAccidentalHit) {
   EXPECT_NEAR(out[0].flat<double>()[1], p.Expected()[1], 1e-12);
 }
 
+// Weights and biases split into shards (partitioned variables), either
+// partition strategy: the same loss as the formula over the whole table.
+TEST(SampledSoftmaxLossTest, ShardedWeightsGiveTheSameLoss) {
+  Problem p;
+  for (PartitionStrategy strategy :
+       {PartitionStrategy::kMod, PartitionStrategy::kDiv}) {
+    Scope root = Scope::NewRootScope();
+    PartitionedVariable w(root, "w", TensorShape({6, 3}), 2,
+                          Initializer::Zeros(), DT_DOUBLE);
+    PartitionedVariable b(root, "b", TensorShape({6}), 3, Initializer::Zeros(),
+                          DT_DOUBLE);
+    // Shard k of n holds the classes the strategy gives it, in row order.
+    auto load = [&](const PartitionedVariable& v, const Tensor& table) {
+      std::vector<Operation> assigns;
+      const int n = v.num_shards();
+      for (int k = 0; k < n; ++k) {
+        std::vector<int64_t> ids;
+        for (int64_t id = 0; id < 6; ++id) {
+          const bool mine = strategy == PartitionStrategy::kMod
+                                ? id % n == k
+                                : id / (6 / n) == k;  // 6 divides evenly.
+          if (mine) ids.push_back(id);
+        }
+        assigns.push_back(
+            ops::AssignVariableOp(
+                root, v.shards()[k].handle(),
+                ops::GatherV2(
+                    root, ops::Const(root, table),
+                    ops::Const(root,
+                               Int64s(ids, TensorShape({static_cast<int64_t>(
+                                               ids.size())}))),
+                    0))
+                .operation);
+      }
+      return assigns;
+    };
+    std::vector<Operation> init = load(w, p.w);
+    for (const Operation& o : load(b, p.b)) init.push_back(o);
+    SampledSoftmaxOptions options;
+    options.num_true = 2;
+    options.sampled_values = p.Sample(root);
+    Output loss =
+        SampledSoftmaxLoss(root, w, b, ops::Const(root, p.labels),
+                           ops::Const(root, p.x), 3, 6, options, strategy);
+    ASSERT_OK(root.status());
+    ClientSession session(root);
+    std::vector<Tensor> out;
+    ASSERT_OK(session.Run({}, {}, init, nullptr));
+    ASSERT_OK(session.Run({loss}, &out));
+    ExpectTensorNear<double>(out[0], Tensor::FromVector<double>(p.Expected()),
+                             1e-12);
+  }
+  // Biases with other rows than the weights: InvalidArgument.
+  Scope root = Scope::NewRootScope();
+  PartitionedVariable w(root, "w", TensorShape({6, 3}), 2, Initializer::Zeros(),
+                        DT_DOUBLE);
+  PartitionedVariable b(root, "b", TensorShape({5}), 2, Initializer::Zeros(),
+                        DT_DOUBLE);
+  Output loss = SampledSoftmaxLoss(root, w, b, ops::Const(root, p.labels),
+                                   ops::Const(root, p.x), 3, 6);
+  EXPECT_EQ(loss.node(), nullptr);
+  EXPECT_THAT(root.status().message(), HasSubstr("disagree"));
+}
+
 // d sum(loss) / d (w, b, x) symbolically, against central differences.
 TEST(SampledSoftmaxLossTest, GradientsMatchCentralDifferences) {
   Problem p;
