@@ -44,6 +44,15 @@
 //    next (or blocked) step ends with OutOfRange, which ends their training.
 //    Every synchronous step is bounded (120 s), so a dead chief cannot leave
 //    a worker waiting.
+//  * --allreduce: no parameter servers (start the cluster with 0 PS tasks):
+//    every worker keeps the whole model in its own local session, and each
+//    step averages the workers' gradients with one all-reduce (Gloo's ring
+//    over TCP; runnel/training/allreduce.h) before every worker applies
+//    them, so the replicas stay identical (each prints a checksum of its
+//    weights at the end). The workers meet in the chief's server's store.
+//    Each worker takes every num_workers-th batch as above, the same number
+//    of steps in every worker (a step is a collective); the chief prints
+//    the test accuracy.
 //  * --straggler_ms makes every
 //    worker a straggler now and then (before 1 in 4 steps it sleeps a
 //    random 0-3x that long), for the backup-worker experiment.
@@ -62,8 +71,10 @@
 
 #include "examples/fashion_mnist_common.h"
 #include "runnel/distributed/cluster_spec.h"
+#include "runnel/distributed/gloo_group.h"
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/distributed/server.h"
+#include "runnel/training/allreduce.h"
 #include "runnel/training/device_setter.h"
 #include "runnel/training/monitored_session.h"
 #include "runnel/training/sync_replicas_optimizer.h"
@@ -357,6 +368,115 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
   // Saves the last checkpoint, releases the other workers (sync), stops
   // the sync thread.
   Die((*mts)->Close(), "closing the session");
+  return 0;
+}
+
+// --allreduce (Note [Replicated example]): this worker joins the workers'
+// all-reduce group (group key 1), meeting the others in the chief's store.
+inline training::AllReduceOptions JoinAllReduceGroup(
+    const ClusterContext& ctx) {
+  if (ctx.job != "worker") {
+    std::fprintf(stderr, "--allreduce: only workers train\n");
+    std::exit(2);
+  }
+  StatusOr<std::string> chief = TaskAddress(ctx.cluster, "worker", 0);
+  Die(chief.status(), "the chief's address");
+  StatusOr<std::string> self = TaskAddress(ctx.cluster, "worker", ctx.task);
+  Die(self.status(), "this task's address");
+  GlooGroupOptions o;
+  o.rank = ctx.task;
+  o.size = ctx.num_workers;
+  o.store_address = *chief;
+  o.prefix = "allreduce/" + ClusterSpecString(ctx.cluster);
+  o.hostname = self->substr(0, self->rfind(':'));
+  StatusOr<std::shared_ptr<CollectiveGroup>> group = NewGlooGroup(o);
+  Die(group.status(), "joining the all-reduce group");
+  training::AllReduceOptions a;
+  a.group_size = ctx.num_workers;
+  a.group_key = 1;
+  Die(RegisterCollectiveGroup(a.group_key, *group), "the all-reduce group");
+  return a;
+}
+
+// Trains one all-reduce replica (Note [Replicated example]).
+inline int TrainAllReduceReplica(const Scope& root, const Classifier& model,
+                                 const Flags& flags, ClusterContext* ctx) {
+  StatusOr<MnistSplit> train = LoadMnistSplit(flags.data_dir, "train");
+  Die(train.status(), "loading the training set");
+  StatusOr<MnistSplit> test = LoadMnistSplit(flags.data_dir, "t10k");
+  Die(test.status(), "loading the test set");
+  const int n = static_cast<int>(train->labels.NumElements());
+  const int workers = ctx->num_workers;
+  const bool chief = ctx->is_chief();
+  // Every worker runs the same number of steps: a step is a collective.
+  const int batches = (n + flags.batch_size - 1) / flags.batch_size;
+  const int local_steps = batches / workers;
+  Die(root.status(), "building the model");
+  ClientSession session(root);
+  std::vector<Tensor> out;
+  Die(session.Run({}, {}, {training::GlobalVariablesInitializer(root)}, &out),
+      "initialising the variables");
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937 rng(flags.seed);
+  const double t0 = Now();
+  int64_t ran = 0, examples = 0;
+  std::vector<double> step_ms;
+  bool finished = false;
+  for (int epoch = 1; epoch <= flags.epochs && !finished; ++epoch) {
+    std::shuffle(order.begin(), order.end(), rng);
+    double loss_sum = 0;
+    int epoch_steps = 0;
+    for (int j = 0; j < local_steps; ++j) {
+      if (flags.max_steps > 0 && ran >= flags.max_steps) {
+        finished = true;
+        break;
+      }
+      const int b = j * workers + ctx->task;
+      const int begin = b * flags.batch_size;
+      const int end = std::min(n, begin + flags.batch_size);
+      Tensor x, y;
+      GatherBatch(*train, order, begin, end, model.example_shape, &x, &y);
+      const double step_start = Now();
+      Die(session.Run({{model.images, x}, {model.labels, y}}, {model.loss},
+                      {model.train_op}, &out),
+          "training step");
+      step_ms.push_back(1e3 * (Now() - step_start));
+      loss_sum += out[0].scalar<float>();
+      ++epoch_steps;
+      ++ran;
+      examples += end - begin;
+    }
+    if (epoch_steps > 0) {
+      std::printf("worker %d epoch %d: %d steps, mean loss %.4f\n", ctx->task,
+                  epoch, epoch_steps, loss_sum / epoch_steps);
+      std::fflush(stdout);
+    }
+  }
+  const double train_s = Now() - t0;
+  std::printf("worker %d: %lld steps, %.0f examples/s, %.1fs\n", ctx->task,
+              static_cast<long long>(ran), examples / std::max(train_s, 1e-9),
+              train_s);
+  if (step_ms.size() > 40) {
+    std::vector<double> t(step_ms.begin() + 20, step_ms.end());
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    std::printf("worker %d: median step time %.2f ms (steps 21-%zu)\n",
+                ctx->task, t[t.size() / 2], step_ms.size());
+  }
+  // The replicas' weights must be identical: the sum of |w| over them.
+  double checksum = 0;
+  for (const training::Variable& v : training::TrainableVariables(root)) {
+    Die(session.Run({v.value()}, &out), "reading the weights");
+    for (float w : out[0].flat<float>()) checksum += std::abs(double{w});
+  }
+  std::printf("worker %d: weights checksum %.6f\n", ctx->task, checksum);
+  std::fflush(stdout);
+  if (chief) {
+    std::printf("test accuracy: %.2f%%\n",
+                100 * Evaluate(session, model, *test));
+    std::printf("training time: %.1fs (%d epochs, %d workers, allreduce)\n",
+                train_s, flags.epochs, workers);
+  }
   return 0;
 }
 

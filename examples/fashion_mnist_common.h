@@ -42,6 +42,7 @@
 #include "examples/tfrecord_input.h"
 #include "runnel/io/idx.h"
 #include "runnel/runnel.h"
+#include "runnel/training/allreduce.h"
 #include "runnel/training/coordinator.h"
 #include "runnel/training/layers.h"
 #include "runnel/training/optimizer.h"
@@ -88,6 +89,9 @@ struct Flags {
   bool dry_run = false;
   bool sync_replicas = false;
   int replicas_to_aggregate = 0;  // 0: every worker.
+  // Data-parallel with all-reduce instead of parameter servers: every
+  // worker keeps the model and averages the gradients with the others.
+  bool allreduce = false;
   // A straggler: before 1 in 4 steps (at random) a worker sleeps a random
   // 0-3x this many ms (0: never). For the backup-worker experiment.
   double straggler_ms = 0;
@@ -109,7 +113,7 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
                  "--worker_hosts=H:P,... --job_name=ps|worker "
                  "--task_index=N | --cluster_from=mpi|slurm "
                  "[--jobs=ps=N,worker=M] [--port_base=P]] [--bind=ADDR] "
-                 "[--dry_run] [--sync_replicas] "
+                 "[--dry_run] [--sync_replicas | --allreduce] "
                  "[--replicas_to_aggregate=N] [--straggler_ms=X]]\n",
                  program, f->epochs, f->batch_size, f->optimizer.c_str(),
                  f->learning_rate, f->decay, f->data_dir.c_str(), f->seed,
@@ -122,6 +126,10 @@ inline void ParseFlags(int argc, char** argv, const char* program, Flags* f) {
     if (arg.rfind("--", 0) != 0) usage(2);
     if (arg == "--sync_replicas") {
       f->sync_replicas = true;
+      continue;
+    }
+    if (arg == "--allreduce") {
+      f->allreduce = true;
       continue;
     }
     if (arg == "--dry_run") {
@@ -228,11 +236,14 @@ inline std::unique_ptr<training::Optimizer> MakeOptimizer(
 
 // Adds the training ops for `loss` as `flags` say: the optimizer, and with
 // --decay < 1 a learning rate multiplied by `decay` after every epoch
-// (ExponentialDecay over a global step). Exits on error.
+// (ExponentialDecay over a global step). With `allreduce`, the gradients
+// are averaged over its group first (runnel/training/allreduce.h). Exits on
+// error.
 inline Operation BuildTrainOp(
     const Scope& root, const Output& loss, const Flags& flags,
     int64_t train_examples, std::unique_ptr<training::Optimizer>* optimizer,
-    std::vector<training::GradAndVar>* grads = nullptr);
+    std::vector<training::GradAndVar>* grads = nullptr,
+    const training::AllReduceOptions* allreduce = nullptr);
 
 inline double Now() {
   return std::chrono::duration<double>(
@@ -301,7 +312,8 @@ class ProgressBar {
 inline Operation BuildTrainOp(const Scope& root, const Output& loss,
                               const Flags& flags, int64_t train_examples,
                               std::unique_ptr<training::Optimizer>* optimizer,
-                              std::vector<training::GradAndVar>* grads) {
+                              std::vector<training::GradAndVar>* grads,
+                              const training::AllReduceOptions* allreduce) {
   Input lr = flags.learning_rate;
   // The global step counts updates (and locates a resumed run).
   training::Variable step = training::CreateGlobalStep(root);
@@ -321,6 +333,10 @@ inline Operation BuildTrainOp(const Scope& root, const Output& loss,
   std::vector<training::GradAndVar> grads_and_vars;
   Die((*optimizer)->ComputeGradients(root, loss, {}, &grads_and_vars),
       "building the gradients");
+  if (allreduce != nullptr) {
+    Die(training::AllReduceGradients(root, *allreduce, &grads_and_vars),
+        "building the gradients' all-reduce");
+  }
   Die((*optimizer)->ApplyGradients(root, grads_and_vars, &step, &train_op),
       "building the training ops");
   if (grads != nullptr) *grads = std::move(grads_and_vars);

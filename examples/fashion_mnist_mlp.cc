@@ -11,6 +11,8 @@
 // On a cluster (Note [Replicated example] in examples/distributed_training.h):
 //   scripts/local_cluster.sh 1 2 -- build/examples/fashion_mnist_mlp
 //       --optimizer=sgd --learning_rate=0.1 [--sync_replicas]   (one line)
+//   scripts/local_cluster.sh 0 2 -- build/examples/fashion_mnist_mlp
+//       --optimizer=sgd --learning_rate=0.1 --allreduce          (one line)
 #include "examples/fashion_mnist_common.h"
 #ifndef RUNNEL_NO_CLUSTER  // Built without gRPC: one process only.
 #include "examples/distributed_training.h"
@@ -28,8 +30,14 @@ int main(int argc, char** argv) {
   examples::ClusterContext cluster;
   const bool distributed = examples::SetUpCluster(flags, &cluster);
   if (distributed && cluster.job == "ps") examples::ServeParameters(&cluster);
-  // A replica puts its variables on the PS tasks (ReplicaDeviceSetter).
-  if (distributed) root = examples::ReplicaScope(root, cluster);
+  // A replica puts its variables on the PS tasks (ReplicaDeviceSetter),
+  // unless it all-reduces its gradients with the others.
+  std::optional<training::AllReduceOptions> allreduce;
+  if (distributed && flags.allreduce) {
+    allreduce = examples::JoinAllReduceGroup(cluster);
+  } else if (distributed) {
+    root = examples::ReplicaScope(root, cluster);
+  }
 #endif
   examples::Classifier model;
   examples::MakeInputs(root, flags, TensorShape({784}), &model);
@@ -43,6 +51,12 @@ int main(int argc, char** argv) {
   // Training: the optimizer adds the gradients and the update ops.
   std::unique_ptr<training::Optimizer> optimizer;
 #ifndef RUNNEL_NO_CLUSTER
+  if (allreduce) {
+    model.train_op = examples::BuildTrainOp(
+        root, model.loss, flags, /*train_examples=*/60000 / cluster.num_workers,
+        &optimizer, &model.grads, &*allreduce);
+    return examples::TrainAllReduceReplica(root, model, flags, &cluster);
+  }
   if (distributed) {
     std::unique_ptr<training::SyncReplicasOptimizer> sync;
     model.train_op = examples::BuildReplicatedTrainOp(

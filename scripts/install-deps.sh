@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format python3 git
   clang libclang-rt-14-dev libomp-dev
   libabsl-dev libprotobuf-dev protobuf-compiler
-  libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf
+  libgrpc++-dev protobuf-compiler-grpc libgloo-dev python3-grpcio python3-protobuf
   python3-crc32c  # runnel/training/event_file_test.py checks our CRCs with it
   python3-dev python3-pybind11 python3-numpy python3-pytest  # the Python API
   python3-absl  # tf.app.flags, tf.app.run and tf.test are absl-py's, as in TF 1.x

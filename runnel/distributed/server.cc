@@ -124,6 +124,44 @@ void Server::RegisterMethods() {
       },
       /*blocking=*/false);
 
+  // The store collective groups meet in (gloo_group.h). It takes bytes
+  // from any client: bounded keys, values and entries.
+  service_->RegisterTyped<StoreSetRequest, StoreSetResponse>(
+      "/runnel.StoreService/Set",
+      [this](CallOptions*, const StoreSetRequest* req, StoreSetResponse*,
+             StatusCallback done) {
+        constexpr size_t kMaxKey = 4096, kMaxValue = 1 << 20,
+                         kMaxEntries = 100000;
+        if (req->key().size() > kMaxKey || req->value().size() > kMaxValue) {
+          return done(errors::InvalidArgument(
+              "store keys are at most ", kMaxKey, " bytes and values ",
+              kMaxValue, ", got ", req->key().size(), " and ",
+              req->value().size()));
+        }
+        absl::MutexLock l(&store_mu_);
+        if (store_.size() >= kMaxEntries && !store_.contains(req->key())) {
+          return done(errors::ResourceExhausted("the store of task ", task_,
+                                                " holds ", kMaxEntries,
+                                                " keys already"));
+        }
+        store_[req->key()] = req->value();
+        done(absl::OkStatus());
+      },
+      /*blocking=*/false);
+  service_->RegisterTyped<StoreGetRequest, StoreGetResponse>(
+      "/runnel.StoreService/Get",
+      [this](CallOptions*, const StoreGetRequest* req, StoreGetResponse* resp,
+             StatusCallback done) {
+        absl::MutexLock l(&store_mu_);
+        auto it = store_.find(req->key());
+        if (it != store_.end()) {
+          resp->set_found(true);
+          resp->set_value(it->second);
+        }
+        done(absl::OkStatus());
+      },
+      /*blocking=*/false);
+
 #define RUNNEL_REGISTER_MASTER(M)                                           \
   service_->RegisterTyped<M##Request, M##Response>(                         \
       "/tensorflow.MasterService/" #M,                                      \

@@ -20,6 +20,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/tensorflow_server.pb.h"
 #include "runnel/distributed/grpc_util.h"
 #include "runnel/distributed/grpc_worker_cache.h"
@@ -93,6 +95,10 @@ class Server {
   std::unique_ptr<grpc::Server> server_;
   absl::Mutex mu_;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
+  // "/runnel.StoreService": where collective groups meet (gloo_group.h).
+  absl::Mutex store_mu_;
+  absl::flat_hash_map<std::string, std::string> store_
+      ABSL_GUARDED_BY(store_mu_);
 };
 
 }  // namespace runnel

@@ -1,0 +1,219 @@
+#include "runnel/distributed/gloo_group.h"
+
+#include <chrono>
+#include <exception>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "gloo/allreduce.h"
+#include "gloo/common/error.h"
+#include "gloo/math.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/prefix_store.h"
+#include "gloo/rendezvous/store.h"
+#include "gloo/transport/tcp/device.h"
+#include "proto/worker.pb.h"
+#include "runnel/distributed/grpc_util.h"
+
+namespace runnel {
+namespace {
+
+constexpr char kSet[] = "/runnel.StoreService/Set";
+constexpr char kGet[] = "/runnel.StoreService/Get";
+
+// Gloo's store interface over a server's store. Gloo calls it from the
+// thread that connects the group and expects exceptions on failure.
+class GrpcStore final : public gloo::rendezvous::Store {
+ public:
+  GrpcStore(const std::string& address, absl::Duration timeout)
+      : channel_(NewChannel(address, grpc::InsecureChannelCredentials())),
+        stub_(channel_),
+        address_(address),
+        timeout_(timeout) {}
+
+  void set(const std::string& key, const std::vector<char>& data) override {
+    StoreSetRequest req;
+    req.set_key(key);
+    req.set_value(data.data(), data.size());
+    StoreSetResponse resp;
+    Throw(Call(kSet, req, &resp));
+  }
+
+  std::vector<char> get(const std::string& key) override {
+    wait({key}, std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+    StoreGetRequest req;
+    req.set_key(key);
+    StoreGetResponse resp;
+    Throw(Call(kGet, req, &resp));
+    if (!resp.found()) Throw(errors::NotFound("no key '", key, "'"));
+    return std::vector<char>(resp.value().begin(), resp.value().end());
+  }
+
+  void wait(const std::vector<std::string>& keys) override {
+    wait(keys, std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+  }
+
+  // Polls until every key is there (members join at their own pace).
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    const absl::Time deadline =
+        absl::Now() + absl::Milliseconds(timeout.count());
+    absl::Duration pause = absl::Milliseconds(1);
+    for (const std::string& key : keys) {
+      for (;;) {
+        StoreGetRequest req;
+        req.set_key(key);
+        StoreGetResponse resp;
+        Throw(Call(kGet, req, &resp));
+        if (resp.found()) break;
+        if (absl::Now() > deadline) {
+          Throw(errors::DeadlineExceeded(
+              "the collective group's members did not all join within ",
+              absl::FormatDuration(absl::Milliseconds(timeout.count())),
+              " (waiting for '", key, "' in the store at ", address_, ")"));
+        }
+        std::this_thread::sleep_for(absl::ToChronoNanoseconds(pause));
+        pause = std::min(pause * 2, absl::Milliseconds(50));
+      }
+    }
+  }
+
+ private:
+  Status Call(const char* method, const google::protobuf::MessageLite& req,
+              google::protobuf::MessageLite* resp) {
+    grpc::ByteBuffer in, out;
+    SerializeToByteBuffer(req, &in);
+    Status s = FromGrpcStatus(BlockingUnaryCall(
+        &stub_, method, &in, &out, absl::ToInt64Milliseconds(timeout_)));
+    if (!s.ok()) {
+      return Status(s.code(), absl::StrCat(method, " to ", address_,
+                                           " failed: ", s.message()));
+    }
+    return ParseFromByteBuffer(out, resp, method);
+  }
+
+  static void Throw(const Status& s) {
+    if (!s.ok()) throw StatusError(s);
+  }
+
+ public:
+  // What the store throws, so that NewGlooGroup keeps the status.
+  struct StatusError : std::exception {
+    explicit StatusError(Status s) : status(std::move(s)) {}
+    const char* what() const noexcept override { return "runnel store error"; }
+    Status status;
+  };
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::GenericStub stub_;
+  const std::string address_;
+  const absl::Duration timeout_;
+};
+
+// A Gloo exception as a status: a timeout, a lost peer, or a misuse.
+Status FromGlooException(const std::exception& e, const std::string& what) {
+  const std::string msg = e.what();
+  if (dynamic_cast<const gloo::IoException*>(&e) != nullptr) {
+    if (absl::StrContains(msg, "imeout") ||
+        absl::StrContains(msg, "imed out")) {
+      return errors::DeadlineExceeded(what, ": ", msg);
+    }
+    return errors::Unavailable(what, ": a member of the group is gone: ", msg);
+  }
+  return errors::Internal(what, ": ", msg);
+}
+
+class GlooGroup final : public CollectiveGroup {
+ public:
+  GlooGroup(std::shared_ptr<gloo::rendezvous::Context> context,
+            std::shared_ptr<gloo::transport::Device> device)
+      : context_(std::move(context)), device_(std::move(device)) {}
+
+  int rank() const override { return context_->rank; }
+  int size() const override { return context_->size; }
+
+  Status AllReduce(Tensor* t, ReduceOp op, int64_t instance_key,
+                   absl::Duration timeout) override {
+    if (t->dtype() == DT_FLOAT) {
+      return Reduce<float>(t, op, instance_key, timeout);
+    }
+    if (t->dtype() == DT_DOUBLE) {
+      return Reduce<double>(t, op, instance_key, timeout);
+    }
+    return errors::InvalidArgument("Gloo all-reduce of ",
+                                   DataTypeString(t->dtype()),
+                                   ": only float and double");
+  }
+
+ private:
+  template <typename T>
+  Status Reduce(Tensor* t, ReduceOp op, int64_t instance_key,
+                absl::Duration timeout) {
+    if (t->NumElements() == 0 || context_->size == 1) return absl::OkStatus();
+    absl::MutexLock l(&mu_);  // Note [Collective order].
+    try {
+      gloo::AllreduceOptions o(context_);
+      o.setOutput<T>(t->flat<T>().data(), t->NumElements());
+      using Fn = void (*)(void*, const void*, const void*, size_t);
+      Fn fn = op == ReduceOp::kSum    ? static_cast<Fn>(&gloo::sum<T>)
+              : op == ReduceOp::kProd ? static_cast<Fn>(&gloo::product<T>)
+              : op == ReduceOp::kMin  ? static_cast<Fn>(&gloo::min<T>)
+                                      : static_cast<Fn>(&gloo::max<T>);
+      o.setReduceFunction(fn);
+      o.setTag(static_cast<uint32_t>(instance_key));
+      o.setTimeout(
+          std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+      gloo::allreduce(o);
+    } catch (const std::exception& e) {
+      return FromGlooException(
+          e, absl::StrCat("all-reduce instance ", instance_key, " on rank ",
+                          context_->rank, " of ", context_->size));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Mutex mu_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::shared_ptr<gloo::transport::Device> device_;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<CollectiveGroup>> NewGlooGroup(
+    const GlooGroupOptions& o) {
+  if (o.size < 1 || o.rank < 0 || o.rank >= o.size) {
+    return errors::InvalidArgument("collective group: rank ", o.rank,
+                                   " of size ", o.size, " is no member");
+  }
+  if (o.store_address.empty()) {
+    return errors::InvalidArgument(
+        "collective group: no store address to meet in");
+  }
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = o.hostname;
+    std::shared_ptr<gloo::transport::Device> device =
+        gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<gloo::rendezvous::Context>(o.rank, o.size);
+    context->setTimeout(
+        std::chrono::milliseconds(absl::ToInt64Milliseconds(o.timeout)));
+    GrpcStore store(o.store_address, o.timeout);
+    gloo::rendezvous::PrefixStore prefixed(o.prefix, store);
+    context->connectFullMesh(prefixed, device);
+    return std::shared_ptr<CollectiveGroup>(
+        std::make_shared<GlooGroup>(std::move(context), std::move(device)));
+  } catch (const GrpcStore::StatusError& e) {
+    return e.status;
+  } catch (const std::exception& e) {
+    return FromGlooException(
+        e, absl::StrCat("collective group: rank ", o.rank, " of ", o.size,
+                        " could not connect"));
+  }
+}
+
+}  // namespace runnel
