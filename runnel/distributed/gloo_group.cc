@@ -1,7 +1,10 @@
 #include "runnel/distributed/gloo_group.h"
 
+#include <algorithm>
 #include <chrono>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -83,17 +86,28 @@ class GrpcStore final : public gloo::rendezvous::Store {
   }
 
  private:
+  // One call; the store's server may not be up yet (members start at
+  // their own pace): Unavailable is retried until the timeout.
   Status Call(const char* method, const google::protobuf::MessageLite& req,
               google::protobuf::MessageLite* resp) {
-    grpc::ByteBuffer in, out;
-    SerializeToByteBuffer(req, &in);
-    Status s = FromGrpcStatus(BlockingUnaryCall(
-        &stub_, method, &in, &out, absl::ToInt64Milliseconds(timeout_)));
-    if (!s.ok()) {
-      return Status(s.code(), absl::StrCat(method, " to ", address_,
-                                           " failed: ", s.message()));
+    const absl::Time deadline = absl::Now() + timeout_;
+    absl::Duration pause = absl::Milliseconds(10);
+    for (;;) {
+      grpc::ByteBuffer in, out;
+      SerializeToByteBuffer(req, &in);
+      const int64_t left_ms = std::max<int64_t>(
+          1, absl::ToInt64Milliseconds(deadline - absl::Now()));
+      Status s =
+          FromGrpcStatus(BlockingUnaryCall(&stub_, method, &in, &out, left_ms));
+      if (s.ok()) return ParseFromByteBuffer(out, resp, method);
+      if (s.code() != absl::StatusCode::kUnavailable ||
+          absl::Now() + pause > deadline) {
+        return Status(s.code(), absl::StrCat(method, " to ", address_,
+                                             " failed: ", s.message()));
+      }
+      std::this_thread::sleep_for(absl::ToChronoNanoseconds(pause));
+      pause = std::min(pause * 2, absl::Milliseconds(500));
     }
-    return ParseFromByteBuffer(out, resp, method);
   }
 
   static void Throw(const Status& s) {
@@ -128,34 +142,76 @@ Status FromGlooException(const std::exception& e, const std::string& what) {
   return errors::Internal(what, ": ", msg);
 }
 
+// Runs the group's collectives on a thread of its own, one at a time, in
+// the order they were started (Note [Collective order]).
 class GlooGroup final : public CollectiveGroup {
  public:
   GlooGroup(std::shared_ptr<gloo::rendezvous::Context> context,
             std::shared_ptr<gloo::transport::Device> device)
-      : context_(std::move(context)), device_(std::move(device)) {}
+      : context_(std::move(context)),
+        device_(std::move(device)),
+        thread_([this] { Loop(); }) {}
+
+  ~GlooGroup() override {
+    {
+      absl::MutexLock l(&mu_);
+      stopping_ = true;
+    }
+    thread_.join();
+  }
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
 
-  Status AllReduce(Tensor* t, ReduceOp op, int64_t instance_key,
-                   absl::Duration timeout) override {
-    if (t->dtype() == DT_FLOAT) {
-      return Reduce<float>(t, op, instance_key, timeout);
-    }
-    if (t->dtype() == DT_DOUBLE) {
-      return Reduce<double>(t, op, instance_key, timeout);
-    }
-    return errors::InvalidArgument("Gloo all-reduce of ",
-                                   DataTypeString(t->dtype()),
-                                   ": only float and double");
+  void AllReduceAsync(Tensor* t, ReduceOp op, int64_t instance_key,
+                      absl::Duration timeout,
+                      std::function<void(const Status&)> done) override {
+    absl::MutexLock l(&mu_);
+    queue_.push_back(Work{t, op, instance_key, timeout, std::move(done)});
   }
 
  private:
+  struct Work {
+    Tensor* t;
+    ReduceOp op;
+    int64_t instance_key;
+    absl::Duration timeout;
+    std::function<void(const Status&)> done;
+  };
+
+  // Serves the queue until the group goes (after the work queued before).
+  void Loop() {
+    for (;;) {
+      Work w;
+      {
+        absl::MutexLock l(&mu_);
+        mu_.Await(absl::Condition(
+            +[](GlooGroup* g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g->mu_) {
+              return g->stopping_ || !g->queue_.empty();
+            },
+            this));
+        if (queue_.empty()) return;
+        w = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      Status s;
+      if (w.t->dtype() == DT_FLOAT) {
+        s = Reduce<float>(w.t, w.op, w.instance_key, w.timeout);
+      } else if (w.t->dtype() == DT_DOUBLE) {
+        s = Reduce<double>(w.t, w.op, w.instance_key, w.timeout);
+      } else {
+        s = errors::InvalidArgument("Gloo all-reduce of ",
+                                    DataTypeString(w.t->dtype()),
+                                    ": only float and double");
+      }
+      w.done(s);
+    }
+  }
+
   template <typename T>
   Status Reduce(Tensor* t, ReduceOp op, int64_t instance_key,
                 absl::Duration timeout) {
     if (t->NumElements() == 0 || context_->size == 1) return absl::OkStatus();
-    absl::MutexLock l(&mu_);  // Note [Collective order].
     try {
       gloo::AllreduceOptions o(context_);
       o.setOutput<T>(t->flat<T>().data(), t->NumElements());
@@ -177,9 +233,12 @@ class GlooGroup final : public CollectiveGroup {
     return absl::OkStatus();
   }
 
-  absl::Mutex mu_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::shared_ptr<gloo::transport::Device> device_;
+  absl::Mutex mu_;
+  std::deque<Work> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // Last: starts after the rest is made.
 };
 
 }  // namespace

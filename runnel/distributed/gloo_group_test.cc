@@ -5,7 +5,11 @@
 // size, a member that never comes (DeadlineExceeded within the timeout).
 #include "runnel/distributed/gloo_group.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 #include <thread>
@@ -15,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "runnel/api/client_session.h"
+#include "runnel/distributed/server.h"
 #include "runnel/framework/collective.h"
 #include "runnel/ops/ops_gen.h"
 #include "testing/local_cluster.h"
@@ -172,6 +177,54 @@ TEST(GlooGroupTest, CollectiveReduceV2AveragesOverTheMembers) {
   UnregisterCollectiveGroup(101);
   UnregisterCollectiveGroup(102);
   EXPECT_EQ(FindCollectiveGroup(101), nullptr);
+}
+
+// A free port of 127.0.0.1 a moment ago.
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Members started before the server that holds the store (launchers start
+// tasks in any order) wait for it.
+TEST(GlooGroupTest, MembersMayStartBeforeTheStore) {
+  const int port = FreePort();
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  std::vector<std::shared_ptr<CollectiveGroup>> groups;
+  std::thread members(
+      [&] { groups = MakeGroup(address, "early", 2, absl::Seconds(30)); });
+  absl::SleepFor(absl::Milliseconds(500));
+  ServerDef def;
+  (*def.mutable_cluster()->add_job()->mutable_tasks())[0] = address;
+  def.mutable_cluster()->mutable_job(0)->set_name("worker");
+  def.set_job_name("worker");
+  def.set_task_index(0);
+  def.set_protocol("grpc");
+  auto server = Server::Create(def, ServerOptions());
+  ASSERT_OK(server.status());
+  ASSERT_OK((*server)->Start());
+  members.join();
+  ASSERT_EQ(groups.size(), 2u);
+  for (auto& g : groups) ASSERT_NE(g, nullptr);
+  Tensor t(DT_DOUBLE, TensorShape({1}));
+  t.flat<double>()[0] = 2;
+  Tensor u(DT_DOUBLE, TensorShape({1}));
+  u.flat<double>()[0] = 5;
+  std::thread other([&] {
+    EXPECT_OK(groups[1]->AllReduce(&u, ReduceOp::kSum, 1, absl::Seconds(30)));
+  });
+  ASSERT_OK(groups[0]->AllReduce(&t, ReduceOp::kSum, 1, absl::Seconds(30)));
+  other.join();
+  EXPECT_EQ(t.flat<double>()[0], 7);
+  EXPECT_EQ(u.flat<double>()[0], 7);
 }
 
 TEST(GlooGroupTest, MemberThatNeverComesTimesOut) {

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 
 namespace runnel {
 namespace {
@@ -20,6 +21,18 @@ Registry& TheRegistry() {
 }
 
 }  // namespace
+
+Status CollectiveGroup::AllReduce(Tensor* t, ReduceOp op, int64_t instance_key,
+                                  absl::Duration timeout) {
+  absl::Notification finished;
+  Status status;
+  AllReduceAsync(t, op, instance_key, timeout, [&](const Status& s) {
+    status = s;
+    finished.Notify();
+  });
+  finished.WaitForNotification();
+  return status;
+}
 
 Status RegisterCollectiveGroup(int32_t group_key,
                                std::shared_ptr<CollectiveGroup> group) {

@@ -12,20 +12,24 @@
 // (runnel/distributed/gloo_group.h); the interface is here so kernels
 // reach groups without knowing the transport.
 //
-// Note [Collective order]: the members of a group run its collectives one
-// at a time, and every member must run them in the same order (TF orders
-// them with ordering_token inputs or control edges): a member that waits in
-// instance 5 while another waits in instance 6 waits until the group's
-// timeout (DeadlineExceeded). The training helper (runnel/training/
-// allreduce.h) reduces all of a step's gradients in one bucket, so a step
-// has one collective per group.
+// Note [Collective order]: a group runs its collectives one at a time, in
+// the order they were started, and every member must start them in the
+// same order (TF orders them with ordering_token inputs or control edges):
+// a member that waits in instance 5 while another waits in instance 6
+// waits until the group's timeout (DeadlineExceeded). The training helper
+// (runnel/training/allreduce.h) chains a step's buckets with control edges,
+// so every member starts them in one order. A collective runs on the
+// group's own thread (AllReduceAsync), so the step's other kernels go on
+// meanwhile: the all-reduce of the last layers' gradients overlaps the
+// backward pass of the first ones.
 //
 // Thread safety: the registry and a group's methods may be called from any
-// thread; a group runs one AllReduce at a time.
+// thread.
 #ifndef RUNNEL_FRAMEWORK_COLLECTIVE_H_
 #define RUNNEL_FRAMEWORK_COLLECTIVE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "absl/time/time.h"
@@ -43,13 +47,19 @@ class CollectiveGroup {
   // This member's place in the group, 0..size()-1.
   virtual int rank() const = 0;
   virtual int size() const = 0;
-  // Replaces `t` (float or double, the same shape in every member) by the
-  // elementwise `op` of every member's `t`; every member calls it with the
-  // same instance_key (Note [Collective order]). Blocks until done.
-  // DeadlineExceeded when the group has not met within `timeout`;
-  // Unavailable when a member is gone; InvalidArgument for other dtypes.
-  virtual Status AllReduce(Tensor* t, ReduceOp op, int64_t instance_key,
-                           absl::Duration timeout) = 0;
+  // Starts replacing `*t` (float or double, the same shape in every
+  // member) by the elementwise `op` of every member's `t`; every member
+  // starts it with the same instance_key, in the same order (Note
+  // [Collective order]). `done` runs once when it ends, on the group's
+  // thread; `*t` must stay alive until then. DeadlineExceeded when the
+  // group has not met within `timeout`; Unavailable when a member is gone;
+  // InvalidArgument for other dtypes.
+  virtual void AllReduceAsync(Tensor* t, ReduceOp op, int64_t instance_key,
+                              absl::Duration timeout,
+                              std::function<void(const Status&)> done) = 0;
+  // AllReduceAsync, waiting for it.
+  Status AllReduce(Tensor* t, ReduceOp op, int64_t instance_key,
+                   absl::Duration timeout);
 };
 
 // Makes `group` the process's member of group `group_key`;

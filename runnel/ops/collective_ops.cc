@@ -67,9 +67,12 @@ Status ScalarInt32(OpKernelContext* ctx, int index, const char* name,
   return absl::OkStatus();
 }
 
-class CollectiveReduceV2Kernel : public OpKernel {
+// Asynchronous: the all-reduce runs on the group's thread, and the step's
+// other kernels go on meanwhile (Note [Collective order]).
+class CollectiveReduceV2Kernel : public AsyncOpKernel {
  public:
-  explicit CollectiveReduceV2Kernel(OpKernelConstruction* c) : OpKernel(c) {
+  explicit CollectiveReduceV2Kernel(OpKernelConstruction* c)
+      : AsyncOpKernel(c) {
     std::string merge, final_op;
     OP_REQUIRES_OK(c, c->GetAttr("merge_op", &merge));
     OP_REQUIRES_OK(c, c->GetAttr("final_op", &final_op));
@@ -96,42 +99,55 @@ class CollectiveReduceV2Kernel : public OpKernel {
     timeout_ = absl::Seconds(timeout > 0 ? timeout : kDefaultTimeoutSeconds);
   }
 
-  void Compute(OpKernelContext* ctx) override {
+  void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     int32_t group_size = 0, group_key = 0, instance_key = 0;
-    OP_REQUIRES_OK(ctx, ScalarInt32(ctx, 1, "group_size", &group_size));
-    OP_REQUIRES_OK(ctx, ScalarInt32(ctx, 2, "group_key", &group_key));
-    OP_REQUIRES_OK(ctx, ScalarInt32(ctx, 3, "instance_key", &instance_key));
+    OP_REQUIRES_OK_ASYNC(ctx, ScalarInt32(ctx, 1, "group_size", &group_size),
+                         done);
+    OP_REQUIRES_OK_ASYNC(ctx, ScalarInt32(ctx, 2, "group_key", &group_key),
+                         done);
+    OP_REQUIRES_OK_ASYNC(
+        ctx, ScalarInt32(ctx, 3, "instance_key", &instance_key), done);
     const Tensor& input = ctx->input(0);
-    OP_REQUIRES(ctx, input.dtype() == DT_FLOAT || input.dtype() == DT_DOUBLE,
-                errors::InvalidArgument("reduces float and double, not ",
-                                        DataTypeString(input.dtype())));
+    OP_REQUIRES_ASYNC(ctx,
+                      input.dtype() == DT_FLOAT || input.dtype() == DT_DOUBLE,
+                      errors::InvalidArgument("reduces float and double, not ",
+                                              DataTypeString(input.dtype())),
+                      done);
     std::shared_ptr<CollectiveGroup> group = FindCollectiveGroup(group_key);
-    OP_REQUIRES(
+    OP_REQUIRES_ASYNC(
         ctx, group != nullptr,
-        errors::NotFound("this process is no member of collective "
-                         "group ",
+        errors::NotFound("this process is no member of collective group ",
                          group_key,
-                         " (a group is registered before the steps "
-                         "that use it: runnel/framework/collective.h)"));
-    OP_REQUIRES(ctx, group_size == group->size(),
-                errors::InvalidArgument("group_size is ", group_size,
-                                        " but collective group ", group_key,
-                                        " has ", group->size(), " members"));
+                         " (a group is registered before the steps that use "
+                         "it: runnel/framework/collective.h)"),
+        done);
+    OP_REQUIRES_ASYNC(
+        ctx, group_size == group->size(),
+        errors::InvalidArgument("group_size is ", group_size,
+                                " but collective group ", group_key, " has ",
+                                group->size(), " members"),
+        done);
     Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &out));
+    OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, input.shape(), &out),
+                         done);
     if (input.TotalBytes() > 0) {
       std::memcpy(out->raw_data(), input.raw_data(), input.TotalBytes());
     }
-    OP_REQUIRES_OK(ctx, group->AllReduce(out, op_, instance_key, timeout_));
-    if (divide_) {
-      if (out->dtype() == DT_FLOAT) {
-        const float n = static_cast<float>(group_size);
-        for (float& v : out->flat<float>()) v /= n;
-      } else {
-        const double n = group_size;
-        for (double& v : out->flat<double>()) v /= n;
-      }
-    }
+    const bool divide = divide_;
+    group->AllReduceAsync(out, op_, instance_key, timeout_,
+                          [ctx, out, group, group_size, divide,
+                           done = std::move(done)](const Status& s) {
+                            if (!s.ok()) {
+                              ctx->SetStatus(s);
+                            } else if (divide && out->dtype() == DT_FLOAT) {
+                              const float n = static_cast<float>(group_size);
+                              for (float& v : out->flat<float>()) v /= n;
+                            } else if (divide) {
+                              const double n = group_size;
+                              for (double& v : out->flat<double>()) v /= n;
+                            }
+                            done();
+                          });
   }
 
  private:
