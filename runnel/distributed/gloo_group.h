@@ -14,7 +14,9 @@
 //   ASSIGN_OR_RETURN(auto group, NewGlooGroup(o));
 //   RETURN_IF_ERROR(RegisterCollectiveGroup(1, group));
 //
-// NewGlooGroup waits (at most o.timeout) until every member has joined.
+// NewGlooGroup waits (at most o.timeout) until every member has joined
+// (a member may start before the store's server: it retries). The store
+// client and Gloo's transport are plaintext and unauthenticated (SECURITY.md).
 // Gloo reports failures by exceptions; they become statuses here
 // (DeadlineExceeded for a timeout, Unavailable for a lost peer).
 #ifndef RUNNEL_DISTRIBUTED_GLOO_GROUP_H_

@@ -18,7 +18,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "proto/worker.pb.h"
 #include "runnel/api/client_session.h"
+#include "runnel/distributed/grpc_util.h"
 #include "runnel/distributed/server.h"
 #include "runnel/framework/collective.h"
 #include "runnel/ops/ops_gen.h"
@@ -225,6 +227,73 @@ TEST(GlooGroupTest, MembersMayStartBeforeTheStore) {
   other.join();
   EXPECT_EQ(t.flat<double>()[0], 7);
   EXPECT_EQ(u.flat<double>()[0], 7);
+}
+
+// The store takes bytes from any client: malformed bodies, oversized keys
+// and values are refused, a missing key is not found, and 2,000 random
+// bodies later the server still answers.
+TEST(GlooGroupTest, StoreRefusesBadRequestsAndKeepsServing) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  auto channel =
+      NewChannel(StoreAddress(**cluster), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  auto call = [&](const std::string& method, const std::string& body,
+                  std::string* reply) {
+    grpc::Slice slice(body);
+    grpc::ByteBuffer in(&slice, 1), out;
+    Status s = FromGrpcStatus(BlockingUnaryCall(
+        &stub, "/runnel.StoreService/" + method, &in, &out, 10000));
+    if (s.ok() && reply != nullptr) {
+      std::vector<grpc::Slice> slices;
+      EXPECT_TRUE(out.Dump(&slices).ok());
+      reply->clear();
+      for (const grpc::Slice& sl : slices) {
+        reply->append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      }
+    }
+    return s;
+  };
+  StoreSetRequest set;
+  set.set_key("k");
+  set.set_value("v");
+  ASSERT_OK(call("Set", set.SerializeAsString(), nullptr));
+  StoreGetRequest get;
+  get.set_key("k");
+  std::string reply;
+  ASSERT_OK(call("Get", get.SerializeAsString(), &reply));
+  StoreGetResponse got;
+  ASSERT_TRUE(got.ParseFromString(reply));
+  EXPECT_TRUE(got.found());
+  EXPECT_EQ(got.value(), "v");
+  get.set_key("missing");
+  ASSERT_OK(call("Get", get.SerializeAsString(), &reply));
+  ASSERT_TRUE(got.ParseFromString(reply));
+  EXPECT_FALSE(got.found());
+
+  set.set_key(std::string(5000, 'k'));
+  EXPECT_EQ(call("Set", set.SerializeAsString(), nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  set.set_key("k");
+  set.set_value(std::string((1 << 20) + 1, 'v'));
+  EXPECT_EQ(call("Set", set.SerializeAsString(), nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(call("Set", std::string("\xff\xff\xff", 3), nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  uint64_t state = 42;
+  for (int i = 0; i < 2000; ++i) {
+    std::string body(i % 64, '\0');
+    for (char& c : body) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      c = static_cast<char>(state >> 56);
+    }
+    (void)call(i % 2 ? "Set" : "Get", body, nullptr);
+  }
+  get.set_key("k");
+  ASSERT_OK(call("Get", get.SerializeAsString(), &reply));
+  ASSERT_TRUE(got.ParseFromString(reply));
+  EXPECT_EQ(got.value(), "v");
 }
 
 TEST(GlooGroupTest, MemberThatNeverComesTimesOut) {
