@@ -143,31 +143,41 @@ Status FromGlooException(const std::exception& e, const std::string& what) {
 }
 
 // Runs the group's collectives on a thread of its own, one at a time, in
-// the order they were started (Note [Collective order]).
+// the order they were started (Note [Collective order]). The thread owns a
+// share of the state, so the group may even be destroyed on it (a done
+// callback that drops the last reference): it then detaches and the thread
+// ends after the queue.
 class GlooGroup final : public CollectiveGroup {
  public:
   GlooGroup(std::shared_ptr<gloo::rendezvous::Context> context,
             std::shared_ptr<gloo::transport::Device> device)
-      : context_(std::move(context)),
-        device_(std::move(device)),
-        thread_([this] { Loop(); }) {}
+      : shared_(std::make_shared<Shared>()) {
+    shared_->context = std::move(context);
+    shared_->device = std::move(device);
+    thread_ = std::thread([shared = shared_] { Loop(*shared); });
+  }
 
   ~GlooGroup() override {
     {
-      absl::MutexLock l(&mu_);
-      stopping_ = true;
+      absl::MutexLock l(&shared_->mu);
+      shared_->stopping = true;
     }
-    thread_.join();
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
   }
 
-  int rank() const override { return context_->rank; }
-  int size() const override { return context_->size; }
+  int rank() const override { return shared_->context->rank; }
+  int size() const override { return shared_->context->size; }
 
   void AllReduceAsync(Tensor* t, ReduceOp op, int64_t instance_key,
                       absl::Duration timeout,
                       std::function<void(const Status&)> done) override {
-    absl::MutexLock l(&mu_);
-    queue_.push_back(Work{t, op, instance_key, timeout, std::move(done)});
+    absl::MutexLock l(&shared_->mu);
+    shared_->queue.push_back(
+        Work{t, op, instance_key, timeout, std::move(done)});
   }
 
  private:
@@ -178,67 +188,74 @@ class GlooGroup final : public CollectiveGroup {
     absl::Duration timeout;
     std::function<void(const Status&)> done;
   };
+  struct Shared {
+    std::shared_ptr<gloo::rendezvous::Context> context;
+    std::shared_ptr<gloo::transport::Device> device;
+    absl::Mutex mu;
+    std::deque<Work> queue ABSL_GUARDED_BY(mu);
+    bool stopping ABSL_GUARDED_BY(mu) = false;
+  };
 
   // Serves the queue until the group goes (after the work queued before).
-  void Loop() {
+  static void Loop(Shared& shared) {
     for (;;) {
       Work w;
       {
-        absl::MutexLock l(&mu_);
-        mu_.Await(absl::Condition(
-            +[](GlooGroup* g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(g->mu_) {
-              return g->stopping_ || !g->queue_.empty();
+        absl::MutexLock l(&shared.mu);
+        shared.mu.Await(absl::Condition(
+            +[](Shared* s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s->mu) {
+              return s->stopping || !s->queue.empty();
             },
-            this));
-        if (queue_.empty()) return;
-        w = std::move(queue_.front());
-        queue_.pop_front();
+            &shared));
+        if (shared.queue.empty()) return;
+        w = std::move(shared.queue.front());
+        shared.queue.pop_front();
       }
       Status s;
       if (w.t->dtype() == DT_FLOAT) {
-        s = Reduce<float>(w.t, w.op, w.instance_key, w.timeout);
+        s = Reduce<float>(*shared.context, w);
       } else if (w.t->dtype() == DT_DOUBLE) {
-        s = Reduce<double>(w.t, w.op, w.instance_key, w.timeout);
+        s = Reduce<double>(*shared.context, w);
       } else {
         s = errors::InvalidArgument("Gloo all-reduce of ",
                                     DataTypeString(w.t->dtype()),
                                     ": only float and double");
       }
-      w.done(s);
+      std::function<void(const Status&)> done = std::move(w.done);
+      done(s);
     }
   }
 
   template <typename T>
-  Status Reduce(Tensor* t, ReduceOp op, int64_t instance_key,
-                absl::Duration timeout) {
-    if (t->NumElements() == 0 || context_->size == 1) return absl::OkStatus();
+  static Status Reduce(gloo::rendezvous::Context& context, const Work& w) {
+    if (w.t->NumElements() == 0 || context.size == 1) return absl::OkStatus();
     try {
-      gloo::AllreduceOptions o(context_);
-      o.setOutput<T>(t->flat<T>().data(), t->NumElements());
+      // Gloo's options hold the context by shared_ptr; ours outlives the
+      // call, so a non-owning one will do.
+      std::shared_ptr<gloo::Context> ctx(std::shared_ptr<gloo::Context>(),
+                                         &context);
+      gloo::AllreduceOptions o(ctx);
+      o.setOutput<T>(w.t->flat<T>().data(), w.t->NumElements());
       using Fn = void (*)(void*, const void*, const void*, size_t);
-      Fn fn = op == ReduceOp::kSum    ? static_cast<Fn>(&gloo::sum<T>)
-              : op == ReduceOp::kProd ? static_cast<Fn>(&gloo::product<T>)
-              : op == ReduceOp::kMin  ? static_cast<Fn>(&gloo::min<T>)
-                                      : static_cast<Fn>(&gloo::max<T>);
+      Fn fn = w.op == ReduceOp::kSum    ? static_cast<Fn>(&gloo::sum<T>)
+              : w.op == ReduceOp::kProd ? static_cast<Fn>(&gloo::product<T>)
+              : w.op == ReduceOp::kMin  ? static_cast<Fn>(&gloo::min<T>)
+                                        : static_cast<Fn>(&gloo::max<T>);
       o.setReduceFunction(fn);
-      o.setTag(static_cast<uint32_t>(instance_key));
+      o.setTag(static_cast<uint32_t>(w.instance_key));
       o.setTimeout(
-          std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout)));
+          std::chrono::milliseconds(absl::ToInt64Milliseconds(w.timeout)));
       gloo::allreduce(o);
     } catch (const std::exception& e) {
       return FromGlooException(
-          e, absl::StrCat("all-reduce instance ", instance_key, " on rank ",
-                          context_->rank, " of ", context_->size));
+          e, absl::StrCat("all-reduce instance ", w.instance_key, " on rank ",
+                          context.rank, " of ", context.size));
     }
     return absl::OkStatus();
   }
 
-  std::shared_ptr<gloo::rendezvous::Context> context_;
-  std::shared_ptr<gloo::transport::Device> device_;
-  absl::Mutex mu_;
-  std::deque<Work> queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;  // Last: starts after the rest is made.
+  std::shared_ptr<Shared> shared_;
+  std::thread thread_;
 };
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "proto/worker.pb.h"
 #include "runnel/api/client_session.h"
 #include "runnel/distributed/grpc_util.h"
@@ -294,6 +295,29 @@ TEST(GlooGroupTest, StoreRefusesBadRequestsAndKeepsServing) {
   ASSERT_OK(call("Get", get.SerializeAsString(), &reply));
   ASSERT_TRUE(got.ParseFromString(reply));
   EXPECT_EQ(got.value(), "v");
+}
+
+// A done callback may drop the last reference to its group: the group
+// then goes on its own thread (which must not join itself).
+TEST(GlooGroupTest, LastReferenceDroppedInsideACallback) {
+  auto cluster = LocalCluster::Create({{"worker", 1}});
+  ASSERT_OK(cluster.status());
+  std::shared_ptr<CollectiveGroup> group =
+      MakeGroup(StoreAddress(**cluster), "self", 1)[0];
+  ASSERT_NE(group, nullptr);
+  CollectiveGroup* raw = group.get();
+  Tensor t(DT_FLOAT, TensorShape({2}));
+  absl::Notification done;
+  Status status = errors::Unknown("not run");
+  raw->AllReduceAsync(&t, ReduceOp::kSum, 1, absl::Seconds(10),
+                      [&](const Status& s) {
+                        status = s;
+                        group.reset();
+                        done.Notify();
+                      });
+  done.WaitForNotification();
+  EXPECT_OK(status);
+  EXPECT_EQ(group, nullptr);
 }
 
 TEST(GlooGroupTest, MemberThatNeverComesTimesOut) {

@@ -112,6 +112,9 @@ std::shared_ptr<grpc::Channel> NewChannel(
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  // Our callers retry what may be retried (request ids de-duplicate);
+  // gRPC's transparent retries cost every call a retry filter.
+  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   // Certificates name "localhost"; clusters address 127.0.0.1.
   args.SetSslTargetNameOverride("localhost");
   return grpc::CreateCustomChannel(target, credentials, args);

@@ -134,8 +134,9 @@ class CollectiveReduceV2Kernel : public AsyncOpKernel {
       std::memcpy(out->raw_data(), input.raw_data(), input.TotalBytes());
     }
     const bool divide = divide_;
+    // The group drains its queue before it goes: no reference is needed.
     group->AllReduceAsync(out, op_, instance_key, timeout_,
-                          [ctx, out, group, group_size, divide,
+                          [ctx, out, group_size, divide,
                            done = std::move(done)](const Status& s) {
                             if (!s.ok()) {
                               ctx->SetStatus(s);
