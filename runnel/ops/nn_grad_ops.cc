@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "runnel/cpu/cwise.h"
 #include "runnel/cpu/integer.h"
 #include "runnel/cpu/parallel.h"
@@ -294,6 +295,51 @@ Sums out_backprop over every dimension except the channel dimension (the
 last one for NHWC, rank >= 2; dimension 1 for NCHW, rank >= 3), giving a
 vector of the channel dimension's size.)doc");
 
+// Adds rows [r0, r1) of `in` (rows of `channels` values), channels
+// [c0, c0 + kBlock), into partial[c0...]: the accumulators are a local
+// array of constant size, which the compiler keeps in vector registers, so
+// a row costs kBlock / width loads and adds and no store.
+template <typename T, int kBlock>
+void AddRowBlock(const T* in, int64_t channels, int64_t r0, int64_t r1,
+                 int64_t c0, T* partial) {
+  T acc[kBlock] = {};
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* p = in + r * channels + c0;
+    for (int j = 0; j < kBlock; ++j) acc[j] += p[j];
+  }
+  for (int j = 0; j < kBlock; ++j) partial[c0 + j] += acc[j];
+}
+
+// out[c] = sum over rows of in[r, c] (BiasAddGrad in NHWC, floating
+// point). The rows are split across the pool; each shard sums its rows in
+// registers, the widest channel blocks first (one pass over its rows per
+// block), then adds its partial sums to `out` under a lock. Summing per
+// row into `out` itself ran at store-forwarding speed: 6.4% of W3's step.
+template <typename T>
+void SumRows(ThreadPool* pool, const T* in, int64_t rows, int64_t channels,
+             T* out) {
+  constexpr int kWide = sizeof(T) == 4 ? 64 : 32;  // 8 vector registers.
+  absl::Mutex mu;
+  cpu::ParallelRange(pool, rows, channels, [&](int64_t r0, int64_t r1) {
+    std::vector<T> partial(channels, T(0));
+    int64_t c = 0;
+    for (; c + kWide <= channels; c += kWide) {
+      AddRowBlock<T, kWide>(in, channels, r0, r1, c, partial.data());
+    }
+    for (; c + 16 <= channels; c += 16) {
+      AddRowBlock<T, 16>(in, channels, r0, r1, c, partial.data());
+    }
+    for (; c + 4 <= channels; c += 4) {
+      AddRowBlock<T, 4>(in, channels, r0, r1, c, partial.data());
+    }
+    for (; c < channels; ++c) {
+      AddRowBlock<T, 1>(in, channels, r0, r1, c, partial.data());
+    }
+    absl::MutexLock l(&mu);
+    for (int64_t k = 0; k < channels; ++k) out[k] += partial[k];
+  });
+}
+
 template <typename T>
 class BiasAddGradKernel : public OpKernel {
  public:
@@ -318,6 +364,12 @@ class BiasAddGradKernel : public OpKernel {
     std::fill(o, o + channels, T(0));
     if (g.NumElements() == 0) return;
     const T* in = g.data<T>();
+    if constexpr (std::is_floating_point_v<T>) {
+      if (inner == 1) {  // NHWC: channels are contiguous.
+        SumRows(ctx->intra_op_threadpool(), in, outer, channels, o);
+        return;
+      }
+    }
     // Each shard sums its channels over all rows, reading the input in
     // row order per channel block.
     cpu::ParallelRange(ctx->intra_op_threadpool(), channels, outer * inner,

@@ -176,6 +176,27 @@ TEST(BiasAddGradTest, LargeNHWC) {
   }
 }
 
+// Float NHWC through every channel block size of the register-sum path
+// (111 channels: blocks of 64, 16, 16, 4, 4, 4, 1, 1, 1) and enough rows
+// to split across the pool; small integers make every sum exact.
+TEST(BiasAddGradTest, LargeFloatNHWCEveryChannelBlock) {
+  const int64_t rows = 5000, ch = 64 + 16 + 16 + 12 + 3;
+  std::vector<float> v(rows * ch);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < ch; ++c) {
+      v[r * ch + c] = static_cast<float>((r % 7) + c % 5);
+    }
+  }
+  auto r = BiasAddGrad<float>(Vec<float>(v, {rows, ch}), "NHWC");
+  ASSERT_OK(r.status());
+  int64_t row_sum = 0;
+  for (int64_t k = 0; k < rows; ++k) row_sum += k % 7;
+  for (int64_t c = 0; c < ch; ++c) {
+    ASSERT_EQ(r->flat<float>()[c], static_cast<float>(row_sum + rows * (c % 5)))
+        << "channel " << c;
+  }
+}
+
 TEST(L2LossTest, HalfTheSumOfSquares) {
   for (DataType dt : {DT_FLOAT, DT_DOUBLE}) {
     OpTestCase t("L2Loss");
