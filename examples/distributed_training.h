@@ -216,6 +216,24 @@ inline Operation BuildReplicatedTrainOp(
   return train_op;
 }
 
+// A worker's throughput line (what local_cluster.sh collects) and, after
+// enough steps, its median step time past 20 warm-up steps (what
+// benchmarks/dist_mlp_step.sh reads).
+inline void PrintWorkerSpeed(int task, int64_t steps, int64_t examples,
+                             double seconds,
+                             const std::vector<double>& step_ms) {
+  std::printf("worker %d: %lld steps, %.0f examples/s, %.1fs\n", task,
+              static_cast<long long>(steps), examples / std::max(seconds, 1e-9),
+              seconds);
+  if (step_ms.size() > 40) {
+    std::vector<double> t(step_ms.begin() + 20, step_ms.end());
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    std::printf("worker %d: median step time %.2f ms (steps 21-%zu)\n", task,
+                t[t.size() / 2], step_ms.size());
+  }
+  std::fflush(stdout);
+}
+
 // Trains one worker's share (Note [Replicated example]).
 inline int TrainReplica(const Scope& root, const Classifier& model,
                         const Flags& flags, ClusterContext* ctx,
@@ -339,17 +357,7 @@ inline int TrainReplica(const Scope& root, const Classifier& model,
     }
   }
   const double train_s = Now() - t0;
-  std::printf("worker %d: %lld steps, %.0f examples/s, %.1fs\n", ctx->task,
-              static_cast<long long>(ran), examples / std::max(train_s, 1e-9),
-              train_s);
-  std::fflush(stdout);
-  if (step_ms.size() > 40) {
-    // The median after 20 warm-up steps, as the benchmarks report it.
-    std::vector<double> t(step_ms.begin() + 20, step_ms.end());
-    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-    std::printf("worker %d: median step time %.2f ms (steps 21-%zu)\n",
-                ctx->task, t[t.size() / 2], step_ms.size());
-  }
+  PrintWorkerSpeed(ctx->task, ran, examples, train_s, step_ms);
   if (!chief) {
     Die((*mts)->Close(), "closing the session");
     return 0;
@@ -454,15 +462,7 @@ inline int TrainAllReduceReplica(const Scope& root, const Classifier& model,
     }
   }
   const double train_s = Now() - t0;
-  std::printf("worker %d: %lld steps, %.0f examples/s, %.1fs\n", ctx->task,
-              static_cast<long long>(ran), examples / std::max(train_s, 1e-9),
-              train_s);
-  if (step_ms.size() > 40) {
-    std::vector<double> t(step_ms.begin() + 20, step_ms.end());
-    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-    std::printf("worker %d: median step time %.2f ms (steps 21-%zu)\n",
-                ctx->task, t[t.size() / 2], step_ms.size());
-  }
+  PrintWorkerSpeed(ctx->task, ran, examples, train_s, step_ms);
   // The replicas' weights must be identical: the sum of |w| over them.
   double checksum = 0;
   for (const training::Variable& v : training::TrainableVariables(root)) {

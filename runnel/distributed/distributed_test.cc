@@ -90,6 +90,15 @@ Tensor Vec(const std::vector<float>& v) {
   return t;
 }
 
+// A gRPC client of worker 0's WorkerService (TF's wire names).
+std::unique_ptr<WorkerInterface> RemoteWorker0(LocalCluster& cluster) {
+  const std::string target = cluster.target("worker", 0);
+  return NewGrpcRemoteWorker(
+      grpc::CreateChannel(std::string(absl::StripPrefix(target, "grpc://")),
+                          grpc::InsecureChannelCredentials()),
+      "/job:worker/replica:0/task:0");
+}
+
 TEST(DistributedTest, OneTaskClusterRunsAGraph) {
   auto cluster = LocalCluster::Create({{"worker", 1}});
   ASSERT_OK(cluster.status());
@@ -448,12 +457,7 @@ TEST(DistributedTest, RecvTensorChecksKeysAndIncarnations) {
 TEST(DistributedTest, CancelRacingCompletionIsSafe) {
   auto cluster = LocalCluster::Create({{"worker", 1}});
   ASSERT_OK(cluster.status());
-  const std::string target = (*cluster)->target("worker", 0);
-  ASSERT_TRUE(absl::StartsWith(target, "grpc://")) << target;
-  const std::string address(absl::StripPrefix(target, "grpc://"));
-  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials()),
-      "/job:worker/replica:0/task:0");
+  std::unique_ptr<WorkerInterface> remote = RemoteWorker0(**cluster);
   constexpr int kCalls = 1000;
   int ok = 0, cancelled = 0;
   for (int i = 0; i < kCalls; ++i) {
@@ -587,11 +591,7 @@ TEST(DistributedTest, ClientThatGoesAwayEndsItsStepOnEveryTask) {
 TEST(DistributedTest, CancelledRunGraphAndRecvTensorEndTheirStep) {
   auto cluster = LocalCluster::Create({{"worker", 1}});
   ASSERT_OK(cluster.status());
-  const std::string target = (*cluster)->target("worker", 0);
-  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(
-      grpc::CreateChannel(std::string(absl::StripPrefix(target, "grpc://")),
-                          grpc::InsecureChannelCredentials()),
-      "/job:worker/replica:0/task:0");
+  std::unique_ptr<WorkerInterface> remote = RemoteWorker0(**cluster);
   RegisterGraphRequest reg;
   *reg.mutable_graph_def() = Text(QueueNodes(kW0));
   // Two graphs of the session share the queue (a stateful kernel of the
@@ -654,11 +654,7 @@ TEST(DistributedTest, CancelledRunGraphAndRecvTensorEndTheirStep) {
 TEST(DistributedTest, StepsThatLeaveNothingBehindCleanUpThemselves) {
   auto cluster = LocalCluster::Create({{"worker", 1}});
   ASSERT_OK(cluster.status());
-  const std::string target = (*cluster)->target("worker", 0);
-  std::unique_ptr<WorkerInterface> remote = NewGrpcRemoteWorker(
-      grpc::CreateChannel(std::string(absl::StripPrefix(target, "grpc://")),
-                          grpc::InsecureChannelCredentials()),
-      "/job:worker/replica:0/task:0");
+  std::unique_ptr<WorkerInterface> remote = RemoteWorker0(**cluster);
   const Device* d = (*cluster)->server("worker", 0)->device_mgr()->devices()[0];
   const std::string send =
       Node("send", "_Send", {"c"}, kW0,

@@ -47,45 +47,44 @@ class GrpcStore final : public gloo::rendezvous::Store {
   }
 
   std::vector<char> get(const std::string& key) override {
-    wait({key}, std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
-    StoreGetRequest req;
-    req.set_key(key);
-    StoreGetResponse resp;
-    Throw(Call(kGet, req, &resp));
-    if (!resp.found()) Throw(errors::NotFound("no key '", key, "'"));
-    return std::vector<char>(resp.value().begin(), resp.value().end());
+    const std::string value = Await(key, timeout_);
+    return std::vector<char>(value.begin(), value.end());
   }
 
   void wait(const std::vector<std::string>& keys) override {
-    wait(keys, std::chrono::milliseconds(absl::ToInt64Milliseconds(timeout_)));
+    for (const std::string& key : keys) Await(key, timeout_);
   }
 
-  // Polls until every key is there (members join at their own pace).
   void wait(const std::vector<std::string>& keys,
             const std::chrono::milliseconds& timeout) override {
-    const absl::Time deadline =
-        absl::Now() + absl::Milliseconds(timeout.count());
-    absl::Duration pause = absl::Milliseconds(1);
     for (const std::string& key : keys) {
-      for (;;) {
-        StoreGetRequest req;
-        req.set_key(key);
-        StoreGetResponse resp;
-        Throw(Call(kGet, req, &resp));
-        if (resp.found()) break;
-        if (absl::Now() > deadline) {
-          Throw(errors::DeadlineExceeded(
-              "the collective group's members did not all join within ",
-              absl::FormatDuration(absl::Milliseconds(timeout.count())),
-              " (waiting for '", key, "' in the store at ", address_, ")"));
-        }
-        std::this_thread::sleep_for(absl::ToChronoNanoseconds(pause));
-        pause = std::min(pause * 2, absl::Milliseconds(50));
-      }
+      Await(key, absl::Milliseconds(timeout.count()));
     }
   }
 
  private:
+  // The value of `key`, polled for until it is there (members join at
+  // their own pace) or `timeout` has passed.
+  std::string Await(const std::string& key, absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    absl::Duration pause = absl::Milliseconds(1);
+    StoreGetRequest req;
+    req.set_key(key);
+    for (;;) {
+      StoreGetResponse resp;
+      Throw(Call(kGet, req, &resp));
+      if (resp.found()) return std::move(*resp.mutable_value());
+      if (absl::Now() > deadline) {
+        Throw(errors::DeadlineExceeded(
+            "the collective group's members did not all join within ",
+            absl::FormatDuration(timeout), " (waiting for '", key,
+            "' in the store at ", address_, ")"));
+      }
+      std::this_thread::sleep_for(absl::ToChronoNanoseconds(pause));
+      pause = std::min(pause * 2, absl::Milliseconds(50));
+    }
+  }
+
   // One call; the store's server may not be up yet (members start at
   // their own pace): Unavailable is retried until the timeout.
   Status Call(const char* method, const google::protobuf::MessageLite& req,

@@ -52,16 +52,23 @@ int64_t BytesBetweenTasks(const RunMetadata& meta, int64_t* recvs) {
   return bytes;
 }
 
+// `root` with its variables round-robin over 2 PS tasks and the rest on
+// worker 0 (ReplicaDeviceSetter).
+Scope OnTwoPsTasks(const Scope& root) {
+  ReplicaDeviceSetterOptions o;
+  o.ps_tasks = 2;
+  o.worker_device = "/job:worker/task:0";
+  StatusOr<Scope::DeviceFunction> setter = ReplicaDeviceSetter(o);
+  EXPECT_TRUE(setter.ok()) << setter.status();
+  return setter.ok() ? root.WithDeviceFunction(*setter) : root;
+}
+
 TEST(EmbeddingClusterTest, ShardsOnTwoPsTasksMoveOnlyTheLookedUpRows) {
   RegisterGrpcSessionFactory();
   auto cluster = LocalCluster::Create({{"ps", 2}, {"worker", 1}});
   ASSERT_OK(cluster.status());
   Scope root = Scope::NewRootScope();
-  ReplicaDeviceSetterOptions o;
-  o.ps_tasks = 2;
-  o.worker_device = "/job:worker/task:0";
-  ASSERT_OK_AND_ASSIGN(auto setter, ReplicaDeviceSetter(o));
-  const Scope model = root.WithDeviceFunction(setter);
+  const Scope model = OnTwoPsTasks(root);
   PartitionedVariable emb(model, "emb", TensorShape({kRows, kDim}), 2,
                           Initializer::Ones());
   ASSERT_TRUE(emb.ok());
@@ -152,11 +159,7 @@ TEST(EmbeddingClusterTest, SampledSoftmaxOverPsShardsMovesOnlyItsRows) {
   auto cluster = LocalCluster::Create({{"ps", 2}, {"worker", 1}});
   ASSERT_OK(cluster.status());
   Scope root = Scope::NewRootScope();
-  ReplicaDeviceSetterOptions o;
-  o.ps_tasks = 2;
-  o.worker_device = "/job:worker/task:0";
-  ASSERT_OK_AND_ASSIGN(auto setter, ReplicaDeviceSetter(o));
-  const Scope model = root.WithDeviceFunction(setter);
+  const Scope model = OnTwoPsTasks(root);
   constexpr int kBatch = 4, kSampled = 8;
   PartitionedVariable w(model, "softmax_w", TensorShape({kRows, kDim}), 2,
                         Initializer::RandomUniform(-0.1, 0.1));

@@ -93,12 +93,22 @@ Output MaskAccidentalHits(const Scope& s, const Output& labels,
 using RowsFn = std::function<Output(const Scope&, const Output& ids)>;
 
 // TF's _compute_sampled_logits followed by softmax_cross_entropy_with_logits,
-// once the arguments are checked.
-Output SampledSoftmaxLossOfRows(const Scope& scope, const RowsFn& weight_rows,
+// after CheckSampledSoftmaxArgs (its error goes to the scope).
+Output SampledSoftmaxLossOfRows(const Scope& scope, DataType weights_dtype,
+                                DataType biases_dtype,
+                                const PartialTensorShape& weights_shape,
+                                const RowsFn& weight_rows,
                                 const RowsFn& bias_rows, const Output& labels,
                                 const Output& inputs, int64_t num_sampled,
                                 int64_t num_classes,
                                 const SampledSoftmaxOptions& options) {
+  Status st = CheckSampledSoftmaxArgs(scope, weights_dtype, biases_dtype,
+                                      weights_shape, labels, inputs,
+                                      num_sampled, num_classes, options);
+  if (!st.ok()) {
+    scope.UpdateStatus(st);
+    return Output();
+  }
   const Scope s = scope.NewSubScope("sampled_softmax_loss");
   const DataType dt = BaseType(inputs.type());
   const int64_t num_true = options.num_true;
@@ -188,15 +198,8 @@ Output SampledSoftmaxLoss(const Scope& scope, const Output& weights,
         errors::InvalidArgument("SampledSoftmaxLoss: null input"));
     return Output();
   }
-  Status st = CheckSampledSoftmaxArgs(scope, weights.type(), biases.type(),
-                                      scope.GetShape(weights), labels, inputs,
-                                      num_sampled, num_classes, options);
-  if (!st.ok()) {
-    scope.UpdateStatus(st);
-    return Output();
-  }
   return SampledSoftmaxLossOfRows(
-      scope,
+      scope, weights.type(), biases.type(), scope.GetShape(weights),
       [&](const Scope& s, const Output& ids) {
         return ops::GatherV2(s, weights, ids, 0);
       },
@@ -228,16 +231,9 @@ Output SampledSoftmaxLoss(const Scope& scope,
         weights.shape().DebugString(), " and ", biases.shape().DebugString()));
     return Output();
   }
-  Status st = CheckSampledSoftmaxArgs(
-      scope, weights.dtype(), biases.dtype(),
-      PartialTensorShape(weights.shape().dim_sizes()), labels, inputs,
-      num_sampled, num_classes, options);
-  if (!st.ok()) {
-    scope.UpdateStatus(st);
-    return Output();
-  }
   return SampledSoftmaxLossOfRows(
-      scope,
+      scope, weights.dtype(), biases.dtype(),
+      PartialTensorShape(weights.shape().dim_sizes()),
       [&](const Scope& s, const Output& ids) {
         return EmbeddingLookup(s, weights, ids, strategy);
       },
