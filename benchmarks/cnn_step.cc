@@ -4,6 +4,9 @@
 // cross-entropy, SGD lr 0.05, batch 64, Fashion-MNIST batches in order,
 // NHWC, PyTorch's default initialisation (U(+-1/sqrt(fan_in))). Median step
 // time over 50 steps after 5 warm-up steps; the final loss goes to stderr.
+// Also prints the GEMM/conv GFLOP/s and its share of the machine's FMA peak;
+// `--steps N` times N steps;
+// `--profile` adds op times per op type over 20 traced steps.
 #include <cstdio>
 #include <vector>
 
@@ -24,7 +27,8 @@ training::LayerOptions TorchInit(const char* name) {
   return o;
 }
 
-int Main() {
+int Main(int argc, char** argv) {
+  const bool profile = HasFlag(argc, argv, "--profile");
   auto data = LoadMnistSplit(kFashionMnistDir, "train");
   Check(data.status(), "load Fashion-MNIST");
   const int64_t n = data->labels.NumElements();
@@ -58,10 +62,11 @@ int Main() {
   std::vector<Tensor> out;
   Check(session.Run({}, {}, {init}, &out), "initialise");
 
-  const int kBatch = 64, kWarmup = 5, kSteps = 50;
+  const int kBatch = 64, kWarmup = 5;
+  const int kSteps = FlagValue(argc, argv, "--steps", 50);
   std::vector<double> t;
   for (int s = 0; s < kWarmup + kSteps; ++s) {
-    const int64_t begin = static_cast<int64_t>(s) * kBatch;
+    const int64_t begin = static_cast<int64_t>(s % (n / kBatch)) * kBatch;
     const Tensor xb = images.Slice(begin, begin + kBatch);
     const Tensor yb = data->labels.Slice(begin, begin + kBatch);
     const double t0 = NowSeconds();
@@ -77,10 +82,33 @@ int Main() {
       t.size(), t.front() * 1e3, Median(t) * 1e3, t[t.size() * 9 / 10] * 1e3,
       t.back() * 1e3);
   Report("cnn_step", "step_time", Median(t) * 1e3, "ms");
+  // Forward, every weight gradient, and the input gradients of conv2, fc1
+  // and fc2 (Note [Percent of peak]); a conv is a GEMM of (output pixels) x
+  // (output channels) x (window x input channels).
+  const double b = kBatch;
+  const double conv1 = GemmFlops(b * 28 * 28, 32, 5 * 5 * 1);
+  const double conv2 = GemmFlops(b * 14 * 14, 64, 5 * 5 * 32);
+  const double fc1 = GemmFlops(b, 1024, 3136), fc2 = GemmFlops(b, 10, 1024);
+  const double flops = 2 * (conv1 + conv2 + fc1 + fc2) + conv2 + fc1 + fc2;
+  ReportPeakShare("cnn_step", flops, Median(t), MeasurePeakGflops());
+  if (profile) {
+    RunOptions options;
+    options.set_trace_level(RunOptions::FULL_TRACE);
+    std::vector<RunMetadata> traces(20);
+    for (size_t s = 0; s < traces.size(); ++s) {
+      const int64_t begin = static_cast<int64_t>(s % (n / kBatch)) * kBatch;
+      Check(session.Run(options,
+                        {{x, images.Slice(begin, begin + kBatch)},
+                         {y, data->labels.Slice(begin, begin + kBatch)}},
+                        {loss}, {train}, &out, &traces[s]),
+            "traced step");
+    }
+    PrintOpProfile("cnn_step", traces);
+  }
   return 0;
 }
 
 }  // namespace
 }  // namespace runnel::bench
 
-int main() { return runnel::bench::Main(); }
+int main(int argc, char** argv) { return runnel::bench::Main(argc, argv); }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runnel/base/logging.h"
+#include "runnel/cpu/dnnl_util.h"
 #include "runnel/cpu/gemm.h"
 #include "runnel/cpu/integer.h"
 #include "runnel/cpu/omp_threads.h"
@@ -516,12 +517,6 @@ void BackwardFilterGemm(const Conv2DGeometry& g, const T* input,
 
 enum class Pass { kForward, kBackwardInput, kBackwardFilter };
 
-const dnnl::engine& Engine() {
-  static const dnnl::engine* engine =
-      new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
 using Tag = dnnl::memory::format_tag;
 
 dnnl::memory::desc ActivationDesc(const Conv2DGeometry& g, int64_t depth,
@@ -542,19 +537,6 @@ dnnl::memory::desc WeightsDesc(const Conv2DGeometry& g) {
                              g.filter_in_depth(), g.filter_rows, g.filter_cols},
                             dnnl::memory::data_type::f32, Tag::hwigo);
 }
-
-// 64-byte aligned scratch memory.
-struct AlignedBuffer {
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
-  explicit AlignedBuffer(size_t bytes)
-      : data(static_cast<char*>(std::aligned_alloc(
-            64, std::max<size_t>(64, (bytes + 63) / 64 * 64)))) {
-    RUNNEL_CHECK(data != nullptr);
-  }
-  std::unique_ptr<char, Free> data;
-};
 
 // One argument of a cached convolution: the caller's layout, the
 // convolution's, and the reorder between them when they differ (into or
@@ -658,7 +640,7 @@ struct Conv2DRunner::DnnlCache {
         dnnl::convolution_forward::desc(
             prop, dnnl::algorithm::convolution_direct, src, weights, dst,
             strides, dilates, pad_l, pad_r),
-        attr, Engine());
+        attr, DnnlEngine());
     switch (pass) {
       case Pass::kForward:
         return fwd;
@@ -667,13 +649,13 @@ struct Conv2DRunner::DnnlCache {
             dnnl::convolution_backward_data::desc(
                 dnnl::algorithm::convolution_direct, src, weights, dst, strides,
                 dilates, pad_l, pad_r),
-            attr, Engine(), fwd);
+            attr, DnnlEngine(), fwd);
       case Pass::kBackwardFilter:
         return dnnl::convolution_backward_weights::primitive_desc(
             dnnl::convolution_backward_weights::desc(
                 dnnl::algorithm::convolution_direct, src, weights, dst, strides,
                 dilates, pad_l, pad_r),
-            attr, Engine(), fwd);
+            attr, DnnlEngine(), fwd);
     }
     return fwd;
   }
@@ -710,7 +692,7 @@ struct Conv2DRunner::DnnlCache {
   static std::shared_ptr<DnnlEntry> Create(const Conv2DGeometry& g, Pass pass) {
     auto e = std::make_shared<DnnlEntry>();
     e->threads = ThreadsFor(g);
-    ScopedOmpThreads threads(e->threads);
+    ScopedOmpThreads threads(e->threads, /*reserve_cores=*/false);
     try {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -721,9 +703,9 @@ struct Conv2DRunner::DnnlCache {
       for (DnnlArg& a : e->args) {
         a.reordered = a.user != a.conv;
         if (!a.reordered) continue;
-        dnnl::reorder::primitive_desc rpd(Engine(), a.output ? a.conv : a.user,
-                                          Engine(), a.output ? a.user : a.conv,
-                                          attr);
+        dnnl::reorder::primitive_desc rpd(
+            DnnlEngine(), a.output ? a.conv : a.user, DnnlEngine(),
+            a.output ? a.user : a.conv, attr);
         a.reorder = dnnl::reorder(rpd);
         scratch = std::max(scratch, rpd.scratchpad_desc().get_size());
       }
@@ -763,7 +745,7 @@ struct Conv2DRunner::DnnlCache {
   static void Execute(DnnlEntry& e, std::array<const float*, 3> user,
                       char* buffer) {
     ScopedOmpThreads threads(e.threads);
-    const auto& eng = Engine();
+    const auto& eng = DnnlEngine();
     auto mem = [&](const dnnl::memory::desc& d, const void* p) {
       return dnnl::memory(d, eng, const_cast<void*>(p));
     };
