@@ -512,9 +512,9 @@ StatusOr<std::shared_ptr<StepPlan>> MasterSession::BuildPlan(
       keep.insert(!t.empty() && t[0] == '^' ? t.substr(1) : t);
     }
     GraphOptimizationStats stats;
-    RETURN_IF_ERROR(OptimizeGraphForStep(
-        config_.graph_options().optimizer_options(),
-        env_.local_devices->devices()[0], keep, &step, &stats));
+    RETURN_IF_ERROR(OptimizeGraphForStep(config_.graph_options(),
+                                         env_.local_devices->devices()[0], keep,
+                                         &step, &stats));
   }
   // One partition per task; each worker cuts its own per device.
   PartitionOptions popts;

@@ -11,6 +11,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/algorithm.h"
+#include "runnel/graph/remapper.h"
 
 namespace runnel {
 namespace {
@@ -419,7 +420,7 @@ StatusOr<int> FoldConstantsWithState(const GraphOptimizerOptions& options,
 std::string GraphOptimizationStats::ToString() const {
   return absl::StrCat("nodes ", nodes_before, " -> ", nodes_after, " (cse ",
                       cse_merged, ", folded ", constants_folded, ", dead ",
-                      dead_nodes_removed, ")");
+                      dead_nodes_removed, ", fused ", contractions_fused, ")");
 }
 
 GraphOptimizerOptions GraphOptimizerOptionsFromProto(
@@ -432,6 +433,15 @@ GraphOptimizerOptions GraphOptimizerOptionsFromProto(
   o.max_folded_constant_bytes = proto.max_folded_constant_in_bytes() > 0
                                     ? proto.max_folded_constant_in_bytes()
                                     : kDefaultMaxFoldedConstantBytes;
+  return o;
+}
+
+GraphOptimizerOptions GraphOptimizerOptionsFromProto(
+    const GraphOptions& proto) {
+  GraphOptimizerOptions o =
+      GraphOptimizerOptionsFromProto(proto.optimizer_options());
+  o.remapping = proto.rewrite_options().remapping() != RewriterConfig::OFF &&
+                RemappingEnabledByEnvironment();
   return o;
 }
 
@@ -537,6 +547,9 @@ Status OptimizeGraph(const GraphOptimizerOptions& options, Graph* g,
     const int dead = RemoveDeadNodes(g, protect);
     s.dead_nodes_removed += dead;
     changed |= dead > 0;
+  }
+  if (options.remapping) {
+    ASSIGN_OR_RETURN(s.contractions_fused, FuseContractions(g, options.keep));
   }
   s.nodes_after = g->num_nodes();
   return absl::OkStatus();

@@ -70,6 +70,9 @@ struct GraphOptimizerOptions {
   // merged away by CSE nor removed as dead.
   absl::flat_hash_set<std::string> keep;
   int max_rounds = 10;
+  // After the rounds: fuse contractions with their bias and activation
+  // (runnel/graph/remapper.h). Off here; on in what GraphOptions give.
+  bool remapping = false;
 };
 
 // What OptimizeGraph did.
@@ -81,8 +84,9 @@ struct GraphOptimizationStats {
   int dead_nodes_removed = 0;  // Nodes orphaned by CSE/folding, removed.
   int fold_too_large = 0;      // Outputs left unfolded by the size cap.
   int fold_failures = 0;       // Foldable subgraphs whose evaluation failed.
+  int contractions_fused = 0;  // Fused nodes made by the remapper.
   int rounds = 0;
-  // "nodes 42 -> 30 (cse 5, folded 3, dead 9)".
+  // "nodes 42 -> 30 (cse 5, folded 3, dead 9, fused 2)".
   std::string ToString() const;
 };
 
@@ -92,6 +96,9 @@ struct GraphOptimizationStats {
 // `evaluator` and `keep` are left empty.
 GraphOptimizerOptions GraphOptimizerOptionsFromProto(
     const OptimizerOptions& proto);
+// The same from GraphOptions, with remapping on unless
+// rewrite_options.remapping is OFF or RUNNEL_REMAPPING=0.
+GraphOptimizerOptions GraphOptimizerOptionsFromProto(const GraphOptions& proto);
 
 // Runs the enabled passes over `g` (a pruned graph: fetches are _Retval
 // nodes, feeds _Arg nodes). Nodes that have no out-edges on entry (fetch

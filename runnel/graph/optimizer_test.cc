@@ -266,7 +266,8 @@ TEST_F(OptimizerTest, FoldsConstAddMulChains) {
   EXPECT_EQ(stats.nodes_before, 8);
   EXPECT_EQ(stats.nodes_after, 4);  // x folded out r
   EXPECT_EQ(g_.num_nodes(), 4);
-  EXPECT_EQ(stats.ToString(), "nodes 8 -> 4 (cse 0, folded 1, dead 5)");
+  EXPECT_EQ(stats.ToString(),
+            "nodes 8 -> 4 (cse 0, folded 1, dead 5, fused 0)");
 }
 
 TEST_F(OptimizerTest, FoldedConstKeepsDevicesAndOutsideControlEdges) {

@@ -13,6 +13,7 @@
 #include "runnel/cpu/conv.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/ops/fusion_attrs.h"
 #include "runnel/ops/window_attrs.h"
 
 namespace runnel {
@@ -494,6 +495,70 @@ REGISTER_KERNEL_BUILDER(
 REGISTER_KERNEL_BUILDER(
     Name("Conv2D").Device(kDeviceCpu).TypeConstraint<int32_t>("T"),
     ConvForwardKernel<int32_t, false>);
+
+// ---------------------------------------------------------------------------
+// _FusedConv2D: TensorFlow's remapper fusion of Conv2D + BiasAdd or
+// inference FusedBatchNorm [+ an activation] (runnel/graph/remapper.h makes
+// it; runnel/ops/fusion_attrs.h has the attrs): the convolution, then the
+// epilogue in one pass over its output.
+
+REGISTER_OP("_FusedConv2D")
+    .Input("input: T")
+    .Input("filter: T")
+    .Input("args: num_args * T")
+    .Output("output: T")
+    .Attr("T: {float, double}")
+    .Attr("num_args: int >= 0")
+    .Attr("strides: list(int)")
+    .Attr("padding: {'SAME', 'VALID', 'EXPLICIT'}")
+    .Attr("explicit_paddings: list(int) = []")
+    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
+    .Attr("dilations: list(int) = [1, 1, 1, 1]")
+    .Attr("use_cudnn_on_gpu: bool = true")
+    .Attr("fused_ops: list(string) = []")
+    .Attr("epsilon: float = 0.0001")
+    .Attr("leakyrelu_alpha: float = 0.2")
+    .SetShapeFn(Conv2DShape)
+    .Doc(R"doc(Conv2D followed by the ops named in fused_ops, in one kernel.
+fused_ops is ["BiasAdd"] (args: [bias]) or ["FusedBatchNorm"] (args: [scale,
+offset, mean, variance], inference batch norm with `epsilon`), optionally
+followed by one of Relu, Relu6, Elu, LeakyRelu, Tanh, Sigmoid; each arg is a
+vector with one value per output channel. An internal op: the graph
+optimizer makes it.)doc");
+
+template <typename T>
+class FusedConv2DKernel : public ConvForwardKernel<T, false> {
+ public:
+  explicit FusedConv2DKernel(OpKernelConstruction* c)
+      : ConvForwardKernel<T, false>(c) {
+    OP_REQUIRES_OK(c,
+                   ParseFusionAttrs(*c, /*allow_batch_norm=*/true, &fusion_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    ConvForwardKernel<T, false>::Compute(ctx);
+    if (!ctx->status().ok()) return;
+    Tensor* out = ctx->mutable_output(0);
+    const bool nchw = this->attrs_.channels_first;
+    const int64_t channels = out->dim_size(nchw ? 1 : 3);
+    const int64_t pixels =
+        out->dim_size(nchw ? 2 : 1) * out->dim_size(nchw ? 3 : 2);
+    OP_REQUIRES_OK(
+        ctx, ApplyFusion<T>(ctx, fusion_, out->data<T>(),
+                            nchw ? out->dim_size(0) : out->dim_size(0) * pixels,
+                            channels, nchw ? pixels : 1));
+  }
+
+ private:
+  FusionAttrs fusion_;
+};
+
+REGISTER_KERNEL_BUILDER(
+    Name("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    FusedConv2DKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("_FusedConv2D").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    FusedConv2DKernel<double>);
 
 // ---------------------------------------------------------------------------
 // Conv2DBackpropInput

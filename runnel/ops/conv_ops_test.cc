@@ -336,6 +336,94 @@ TEST(Conv2DTest, HandComputedValidAndSame) {
                                     TensorShape({1, 3, 3, 1})));
 }
 
+// _FusedConv2D (what the remapper makes of Conv2D + BiasAdd or inference
+// batch norm + activation): a 1x1 convolution mixing two channels, so the
+// expected values are written out by hand, in both layouts.
+TEST(FusedConv2DTest, BiasAndBatchNormClosedForm) {
+  // One image of 1 x 2 pixels with channels (1, 2) and (3, -4); filter
+  // [[1, 1], [0, 1]] (in x out): out channel 0 = in0, 1 = in0 + in1.
+  // conv: pixel 0 -> (1, 3), pixel 1 -> (3, -1).
+  struct Case {
+    std::vector<std::string> fused_ops;
+    std::vector<std::vector<float>> args;
+    std::vector<float> want;  // NHWC
+  };
+  const float s0 = 2.0f / std::sqrt(4.0f + 0.01f);
+  const float s1 = 1.0f / std::sqrt(1.0f + 0.01f);
+  const std::vector<Case> cases = {
+      {{"BiasAdd"}, {{-2, 0.5f}}, {-1, 3.5f, 1, -0.5f}},
+      {{"BiasAdd", "Relu"}, {{-2, 0.5f}}, {0, 3.5f, 1, 0}},
+      {{"BiasAdd", "Relu6"}, {{4, 0.5f}}, {5, 3.5f, 6, 0}},
+      // scale (2, 1), offset (0, 1), mean (1, 3), variance (4, 1).
+      {{"FusedBatchNorm"},
+       {{2, 1}, {0, 1}, {1, 3}, {4, 1}},
+       {0, 1, 2 * s0, -4 * s1 + 1}},
+      {{"FusedBatchNorm", "Relu"},
+       {{2, 1}, {0, 1}, {1, 3}, {4, 1}},
+       {0, 1, 2 * s0, 0}},
+  };
+  for (bool nchw : {false, true}) {
+    for (const Case& c : cases) {
+      SCOPED_TRACE(::testing::Message()
+                   << (nchw ? "NCHW " : "NHWC ") << c.fused_ops.size()
+                   << " ops, " << c.fused_ops[0]);
+      OpTestCase t("_FusedConv2D");
+      t.Attr("T", DT_FLOAT)
+          .Attr("num_args", static_cast<int64_t>(c.args.size()))
+          .Attr("fused_ops", c.fused_ops)
+          .Attr("strides", {1, 1, 1, 1})
+          .Attr("padding", "VALID")
+          .Attr("epsilon", 0.01f)
+          .Attr("data_format", nchw ? "NCHW" : "NHWC");
+      if (nchw) {
+        t.Input<float>({1, 2, 1, 2}, {1, 3, 2, -4});
+      } else {
+        t.Input<float>({1, 1, 2, 2}, {1, 2, 3, -4});
+      }
+      t.Input<float>({1, 1, 2, 2}, {1, 1, 0, 1});
+      for (const auto& a : c.args) {
+        t.Input<float>({static_cast<int64_t>(a.size())}, a);
+      }
+      ASSERT_OK(t.Run());
+      const std::vector<float>& w = c.want;
+      const Tensor want =
+          nchw ? Tensor::FromVector<float>({w[0], w[2], w[1], w[3]},
+                                           TensorShape({1, 2, 1, 2}))
+               : Tensor::FromVector<float>(w, TensorShape({1, 1, 2, 2}));
+      ExpectTensorNear<float>(t.output(0), want, 1e-6);
+    }
+  }
+}
+
+TEST(FusedConv2DTest, RejectsBadFusionsAndArgs) {
+  auto make = [](std::vector<std::string> fused_ops,
+                 std::vector<TensorShape> args) {
+    auto t = std::make_unique<OpTestCase>("_FusedConv2D", "fconv");
+    t->Attr("T", DT_FLOAT)
+        .Attr("num_args", static_cast<int64_t>(args.size()))
+        .Attr("fused_ops", fused_ops)
+        .Attr("strides", {1, 1, 1, 1})
+        .Attr("padding", "VALID")
+        .Input(Tensor(DT_FLOAT, TensorShape({1, 2, 2, 3})))
+        .Input(Tensor(DT_FLOAT, TensorShape({1, 1, 3, 4})));
+    for (const TensorShape& a : args) t->Input(Tensor(DT_FLOAT, a));
+    return t;
+  };
+  ExpectInvalid(make({"BiasAdd"}, {TensorShape({3})})->Run(),
+                "bias must be a vector of 4 values");
+  ExpectInvalid(make({"FusedBatchNorm"}, {TensorShape({4}), TensorShape({4}),
+                                          TensorShape({5}), TensorShape({4})})
+                    ->Run(),
+                "mean must be a vector of 4 values");
+  ExpectInvalid(make({"FusedBatchNorm"}, {TensorShape({4})})->Run(),
+                "unsupported fusion");
+  ExpectInvalid(make({"BiasAdd", "Softplus"}, {TensorShape({4})})->Run(),
+                "unsupported fusion");
+  const Status s = make({"Relu"}, {TensorShape({4})})->Run();
+  ExpectInvalid(s, "unsupported fusion");
+  EXPECT_NE(s.message().find("fconv"), std::string::npos) << s;
+}
+
 TEST(Conv2DTest, SamePaddingPutsTheExtraAfter) {
   // One row [1, 2, 3, 4], filter [1, 10]: SAME pads one zero on the right.
   const Tensor x =

@@ -6,6 +6,7 @@
 #include "runnel/cpu/gemm.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
+#include "runnel/ops/fusion_attrs.h"
 
 namespace runnel {
 namespace {
@@ -114,6 +115,58 @@ REGISTER_MATMUL(double);
 REGISTER_MATMUL(int32_t);
 REGISTER_MATMUL(int64_t);
 #undef REGISTER_MATMUL
+
+// ---------------------------------------------------------------------------
+// _FusedMatMul: TensorFlow's remapper fusion of MatMul + BiasAdd [+ an
+// activation] (runnel/graph/remapper.h makes it; runnel/ops/fusion_attrs.h
+// has the attrs): the product, then bias and activation in one pass over it
+// while it is in cache.
+
+REGISTER_OP("_FusedMatMul")
+    .Input("a: T")
+    .Input("b: T")
+    .Input("args: num_args * T")
+    .Output("product: T")
+    .Attr("transpose_a: bool = false")
+    .Attr("transpose_b: bool = false")
+    .Attr("T: {float, double}")
+    .Attr("num_args: int >= 0")
+    .Attr("fused_ops: list(string) = []")
+    .Attr("epsilon: float = 0.0001")
+    .Attr("leakyrelu_alpha: float = 0.2")
+    .SetShapeFn(MatMulShape)
+    .Doc(R"doc(MatMul followed by the ops named in fused_ops, in one kernel.
+fused_ops is ["BiasAdd"] or ["BiasAdd", A] for A in Relu, Relu6, Elu,
+LeakyRelu, Tanh, Sigmoid; args is [bias], a vector with one value per column
+of the product. An internal op: the graph optimizer makes it.)doc");
+
+template <typename T>
+class FusedMatMulKernel : public MatMulKernel<T> {
+ public:
+  explicit FusedMatMulKernel(OpKernelConstruction* c) : MatMulKernel<T>(c) {
+    OP_REQUIRES_OK(c,
+                   ParseFusionAttrs(*c, /*allow_batch_norm=*/false, &fusion_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    MatMulKernel<T>::Compute(ctx);
+    if (!ctx->status().ok()) return;
+    Tensor* out = ctx->mutable_output(0);
+    OP_REQUIRES_OK(ctx, ApplyFusion<T>(ctx, fusion_, out->data<T>(),
+                                       out->dim_size(0), out->dim_size(1),
+                                       /*inner=*/1));
+  }
+
+ private:
+  FusionAttrs fusion_;
+};
+
+REGISTER_KERNEL_BUILDER(
+    Name("_FusedMatMul").Device(kDeviceCpu).TypeConstraint<float>("T"),
+    FusedMatMulKernel<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("_FusedMatMul").Device(kDeviceCpu).TypeConstraint<double>("T"),
+    FusedMatMulKernel<double>);
 
 // ---------------------------------------------------------------------------
 // BatchMatMulV2

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "runnel/cpu/gemm.h"
@@ -173,6 +174,80 @@ TEST(MatMulTest, RejectsInnerDimensionMismatch) {
       .Input(Tensor(DT_DOUBLE, TensorShape({2, 3})))
       .Input(Tensor(DT_DOUBLE, TensorShape({3, 5})));
   ExpectInvalid(t.Run(), "Matrix size-incompatible");
+}
+
+// _FusedMatMul (what the remapper makes of MatMul + BiasAdd + activation).
+TEST(FusedMatMulTest, BiasAndActivationClosedForm) {
+  // [[1, 2], [3, 4]] x [[1, 0], [0, -1]] = [[1, -2], [3, -4]]; + [-2, 1].
+  const std::vector<std::pair<std::vector<std::string>, std::vector<float>>>
+      cases = {{{"BiasAdd"}, {-1, -1, 1, -3}},
+               {{"BiasAdd", "Relu"}, {0, 0, 1, 0}},
+               {{"BiasAdd", "Relu6"}, {0, 0, 1, 0}},
+               {{"BiasAdd", "LeakyRelu"}, {-0.5f, -0.5f, 1, -1.5f}},
+               {{"BiasAdd", "Tanh"},
+                {std::tanh(-1.0f), std::tanh(-1.0f), std::tanh(1.0f),
+                 std::tanh(-3.0f)}},
+               {{"BiasAdd", "Sigmoid"},
+                {1 / (1 + std::exp(1.0f)), 1 / (1 + std::exp(1.0f)),
+                 1 / (1 + std::exp(-1.0f)), 1 / (1 + std::exp(3.0f))}},
+               {{"BiasAdd", "Elu"},
+                {std::expm1(-1.0f), std::expm1(-1.0f), 1, std::expm1(-3.0f)}}};
+  for (const auto& [fused_ops, want] : cases) {
+    SCOPED_TRACE(fused_ops.back());
+    OpTestCase t("_FusedMatMul");
+    t.Attr("T", DT_FLOAT)
+        .Attr("num_args", int64_t{1})
+        .Attr("fused_ops", fused_ops)
+        .Attr("leakyrelu_alpha", 0.5f)
+        .Input<float>({2, 2}, {1, 2, 3, 4})
+        .Input<float>({2, 2}, {1, 0, 0, -1})
+        .Input<float>({2}, {-2, 1});
+    ASSERT_OK(t.Run());
+    ExpectTensorNear<float>(
+        t.output(0), Tensor::FromVector<float>(want, TensorShape({2, 2})),
+        1e-6);
+  }
+}
+
+TEST(FusedMatMulTest, RejectsBadFusionsAndBiases) {
+  struct Bad {
+    std::vector<std::string> fused_ops;
+    int64_t num_args;
+    std::vector<int64_t> bias_shape;
+    std::string error;
+  };
+  const std::vector<Bad> cases = {
+      {{"Relu"}, 1, {2}, "unsupported fusion [Relu]"},
+      {{"BiasAdd", "Softmax"}, 1, {2}, "unsupported fusion"},
+      {{"FusedBatchNorm"}, 1, {2}, "unsupported fusion"},
+      {{}, 1, {2}, "unsupported fusion"},
+      {{"BiasAdd", "Relu", "Relu"}, 1, {2}, "unsupported fusion"},
+      {{"BiasAdd"}, 1, {3}, "bias must be a vector of 2 values"},
+      {{"BiasAdd"}, 1, {1, 2}, "bias must be a vector of 2 values"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.error);
+    OpTestCase t("_FusedMatMul", "fmm");
+    t.Attr("T", DT_FLOAT)
+        .Attr("num_args", c.num_args)
+        .Attr("fused_ops", c.fused_ops)
+        .Input<float>({2, 2}, {1, 2, 3, 4})
+        .Input<float>({2, 2}, {1, 0, 0, 1})
+        .Input(Tensor(DT_FLOAT, TensorShape(c.bias_shape)));
+    const Status s = t.Run();
+    ExpectInvalid(s, c.error);
+    EXPECT_NE(s.message().find("fmm"), std::string::npos) << s;
+  }
+  // A wrong number of args is refused where the op is checked.
+  OpTestCase t("_FusedMatMul");
+  t.Attr("T", DT_FLOAT)
+      .Attr("num_args", int64_t{2})
+      .Attr("fused_ops", std::vector<std::string>{"BiasAdd"})
+      .Input<float>({1, 1}, {1})
+      .Input<float>({1, 1}, {1})
+      .Input<float>({1}, {1})
+      .Input<float>({1}, {1});
+  ExpectInvalid(t.Run(), "unsupported fusion");
 }
 
 TEST(MatMulTest, ShapeFunctionPartialShapes) {

@@ -466,16 +466,17 @@ StatusOr<std::shared_ptr<ExecutorsAndKeys>> DirectSession::BuildExecutor(
         UseRendezvousForFeedsAndFetches(ek->info, step_graph.get()));
   }
   // Whitepaper §5.1: CSE, constant folding, dead-node removal
-  // (GraphOptions.optimizer_options; on by default, as in TF).
+  // (GraphOptions.optimizer_options; on by default, as in TF), then
+  // TF's remapper fusions (GraphOptions.rewrite_options.remapping).
   {
     absl::flat_hash_set<std::string> keep;
     for (const std::string& t : targets) {
       keep.insert(!t.empty() && t[0] == '^' ? t.substr(1) : t);
     }
     GraphOptimizationStats stats;
-    RETURN_IF_ERROR(OptimizeGraphForStep(
-        options_.config.graph_options().optimizer_options(),
-        device_mgr_->devices()[0], keep, step_graph.get(), &stats));
+    RETURN_IF_ERROR(OptimizeGraphForStep(options_.config.graph_options(),
+                                         device_mgr_->devices()[0], keep,
+                                         step_graph.get(), &stats));
     if (LogOptimizer()) {
       std::fprintf(stderr, "runnel: optimized step graph (%s): %s\n",
                    SignatureKey(feeds, outputs, targets).c_str(),

@@ -105,7 +105,7 @@ ConstantEvaluator MakeExecutorConstantEvaluator(DeviceBase* cpu) {
   };
 }
 
-Status OptimizeGraphForStep(const OptimizerOptions& opts, DeviceBase* cpu,
+Status OptimizeGraphForStep(const GraphOptions& opts, DeviceBase* cpu,
                             const absl::flat_hash_set<std::string>& keep,
                             Graph* g, GraphOptimizationStats* stats) {
   GraphOptimizerOptions options = GraphOptimizerOptionsFromProto(opts);

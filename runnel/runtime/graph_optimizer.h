@@ -4,7 +4,7 @@
 //
 //   GraphOptimizationStats stats;
 //   RETURN_IF_ERROR(OptimizeGraphForStep(
-//       options.config.graph_options().optimizer_options(), cpu_device,
+//       options.config.graph_options(), cpu_device,
 //       {"train"}, &pruned_graph, &stats));
 //
 // Thread safety: OptimizeGraphForStep mutates `g`, which must not be shared
@@ -35,14 +35,15 @@ namespace runnel {
 // (the optimizer treats any of them as "do not fold").
 ConstantEvaluator MakeExecutorConstantEvaluator(DeviceBase* cpu);
 
-// Runs CSE, constant folding and dead-node removal over the pruned (and
-// usually placed) step graph `g`, as `opts` asks (see
-// GraphOptimizerOptionsFromProto: opt_level L1, the default, turns CSE and
-// folding on). `keep` names nodes that must survive (the step's targets).
-// With `cpu` null nothing is folded. Errors: only a graph that cannot be
-// sorted topologically, or an internal editing failure; a subgraph that
-// fails to evaluate is simply not folded. `stats` may be null.
-Status OptimizeGraphForStep(const OptimizerOptions& opts, DeviceBase* cpu,
+// Runs CSE, constant folding and dead-node removal, then the remapper's
+// fusions, over the pruned (and usually placed) step graph `g`, as `opts`
+// asks (see GraphOptimizerOptionsFromProto: opt_level L1, the default, turns
+// CSE and folding on; remapping is on unless rewrite_options says OFF). `keep`
+// names nodes that must survive (the step's targets). With `cpu` null nothing
+// is folded. Errors: only a graph that cannot be sorted topologically, or an
+// internal editing failure; a subgraph that fails to evaluate is simply not
+// folded. `stats` may be null.
+Status OptimizeGraphForStep(const GraphOptions& opts, DeviceBase* cpu,
                             const absl::flat_hash_set<std::string>& keep,
                             Graph* g, GraphOptimizationStats* stats = nullptr);
 

@@ -72,7 +72,7 @@ class StepRunner {
     if (optimize_) {
       absl::flat_hash_set<std::string> keep(targets.begin(), targets.end());
       RETURN_IF_ERROR(
-          OptimizeGraphForStep(OptimizerOptions(), cpu, keep, &g, stats));
+          OptimizeGraphForStep(GraphOptions(), cpu, keep, &g, stats));
     }
     ExecutorParams params;
     params.device = cpu;
@@ -168,8 +168,8 @@ TEST(GraphOptimizerTest, FoldsAddOfConstantsToItsValue) {
           {{mul, 0}});
 
   GraphOptimizationStats stats;
-  ASSERT_OK(OptimizeGraphForStep(OptimizerOptions(), TestCpuDevice(), {}, &g,
-                                 &stats));
+  ASSERT_OK(
+      OptimizeGraphForStep(GraphOptions(), TestCpuDevice(), {}, &g, &stats));
   EXPECT_EQ(stats.constants_folded, 1);
   EXPECT_EQ(stats.nodes_before, 6);
   EXPECT_EQ(stats.nodes_after, 4);
@@ -188,8 +188,8 @@ TEST(GraphOptimizerTest, FoldsAddOfConstantsToItsValue) {
   AddNode(&g0, "r", "_Retval",
           {{"T", MakeAttrValue(DT_INT32)}, {"index", MakeAttrValue(0)}},
           {{sum, 0}});
-  OptimizerOptions l0;
-  l0.set_opt_level(OptimizerOptions::L0);
+  GraphOptions l0;
+  l0.mutable_optimizer_options()->set_opt_level(OptimizerOptions::L0);
   ASSERT_OK(OptimizeGraphForStep(l0, TestCpuDevice(), {}, &g0, &stats));
   EXPECT_EQ(stats.constants_folded, 0);
   EXPECT_NE(g0.FindNode("sum"), nullptr);

@@ -2,8 +2,8 @@
 // Session API with the step optimizer off and on, on one CPU and on two
 // (unconstrained, and with the nodes spread over both so that the step is
 // partitioned), must give bitwise-identical fetches: the passes (CSE,
-// constant folding, dead-node removal), placement and partitioning change
-// which kernels run where, never what they compute.
+// constant folding, dead-node removal, the remapper's fusions), placement
+// and partitioning change which kernels run where, never what they compute.
 //
 // The graphs, feeds and fetches are those of graph_optimizer_test.cc, which
 // checks the same property below the Session (a bare Executor). Random
@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runnel/graph/graph_def.h"
+#include "runnel/graph/remapper.h"
 #include "runnel/runtime/session.h"
 #include "testing/op_test_util.h"
 
@@ -68,6 +69,10 @@ SessionOptions OptionsFor(const Config& c) {
   opt->set_opt_level(c.optimize ? OptimizerOptions::L1 : OptimizerOptions::L0);
   opt->set_do_common_subexpression_elimination(c.optimize);
   opt->set_do_constant_folding(c.optimize);
+  // The remapper's fusions (runnel/graph/remapper.h) are a pass too.
+  options.config.mutable_graph_options()
+      ->mutable_rewrite_options()
+      ->set_remapping(c.optimize ? RewriterConfig::ON : RewriterConfig::OFF);
   (*options.config.mutable_device_count())["CPU"] = c.cpus;
   options.config.set_allow_soft_placement(c.spread);
   return options;
@@ -104,6 +109,7 @@ struct StepResult {
   std::vector<Tensor> outputs;
   int partitions = 0;
   int nodes = 0;  // summed over the partitions
+  int fused = 0;  // _FusedMatMul / _FusedConv2D nodes among them
 };
 
 // Runs every step in one new session made with `config`.
@@ -124,6 +130,9 @@ void RunSteps(const GraphDef& gdef, const Config& config,
     result.partitions = metadata.partition_graphs_size();
     for (const GraphDef& g : metadata.partition_graphs()) {
       result.nodes += g.node_size();
+      for (const NodeDef& n : g.node()) {
+        result.fused += n.op() == "_FusedMatMul" || n.op() == "_FusedConv2D";
+      }
     }
     out->push_back(std::move(result));
   }
@@ -159,6 +168,7 @@ struct CaseResult {
   std::vector<std::vector<StepResult>> results;
   // Sums over the steps.
   int plain_nodes = 0, optimized_nodes = 0;
+  int plain_fused = 0, optimized_fused = 0;
   bool partitioned = false;  // a spread config ran some step on 2 devices
 };
 
@@ -198,6 +208,8 @@ CaseResult ExpectSameResults(const std::string& file,
     EXPECT_LE(opt.nodes, ref.nodes) << file << " step " << i;
     r.plain_nodes += ref.nodes;
     r.optimized_nodes += opt.nodes;
+    r.plain_fused += ref.fused;
+    r.optimized_fused += opt.fused;
     // Only the first steps are printed: a training loop repeats one.
     if (i < 3 || i + 1 == steps.size()) {
       std::cout << "[session passes] " << file << " step " << i << " "
@@ -271,6 +283,10 @@ TEST(SessionPassesTest, TfConvBiasReluGraph) {
   CaseResult r = ExpectSameResults("conv2d_bias_relu.pbtxt",
                                    {{{{"input", input}}, {"output_0"}, {}}});
   EXPECT_TRUE(r.partitioned);
+  // Conv2D + BiasAdd + Relu ran as one _FusedConv2D, bit for bit as the
+  // three ops (unless RUNNEL_REMAPPING=0 turned fusion off for this run).
+  EXPECT_EQ(r.optimized_fused, RemappingEnabledByEnvironment() ? 1 : 0);
+  EXPECT_EQ(r.plain_fused, 0);
   const auto& out = Outputs(r, 0);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].shape(), TensorShape({1, 8, 8, 2}));
