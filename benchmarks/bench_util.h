@@ -159,6 +159,19 @@ inline bool HasFlag(int argc, char** argv, const char* flag) {
   return false;
 }
 
+// Session options for a benchmark's step: with `bf16`, the products run in
+// bfloat16 with fp32 accumulation (rewrite_options
+// .auto_mixed_precision_onednn_bfloat16, runnel/graph/mixed_precision.h).
+inline SessionOptions StepSessionOptions(bool bf16) {
+  SessionOptions options;
+  if (bf16) {
+    options.config.mutable_graph_options()
+        ->mutable_rewrite_options()
+        ->set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
+  }
+  return options;
+}
+
 // The integer after `flag` ("--steps 500"), or `fallback` if absent.
 inline int FlagValue(int argc, char** argv, const char* flag, int fallback) {
   for (int i = 1; i + 1 < argc; ++i) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runnel/base/logging.h"
+#include "runnel/cpu/bf16.h"
 #include "runnel/cpu/dnnl_util.h"
 #include "runnel/cpu/gemm.h"
 #include "runnel/cpu/integer.h"
@@ -49,6 +50,13 @@ namespace runnel::cpu {
 // make the GEMMs degenerate, so they use direct loops vectorised over
 // channels instead. NCHW tensors are transposed to NHWC around the NHWC
 // code.
+//
+// Note [bfloat16 convolutions]
+// With SetBf16Compute (the bfloat16 pass, runnel/graph/mixed_precision.h),
+// a float pass's primitive takes its two inputs in bfloat16 and writes its
+// output in fp32 (oneDNN accumulates in fp32): the inputs go through the
+// same reorders as a blocked filter, into the execution buffer. Where oneDNN
+// has only an emulated bf16 kernel the runner keeps the fp32 primitive.
 //
 // oneDNN threads with OpenMP like the GEMMs (Note [GEMM threading]): the
 // calling thread's OpenMP thread count is set for the creation and every
@@ -546,6 +554,10 @@ struct DnnlArg {
   bool output = false;  // Written by the convolution.
   dnnl::memory::desc user, conv;
   bool reordered = false;
+  // The reorder only rounds fp32 to bfloat16 in the same layout: done by
+  // ConvertToBf16Parallel instead (oneDNN's reorder took 0.35 ms for W3's
+  // 1.6 MB activations, ~7x longer).
+  bool plain_bf16 = false;
   dnnl::primitive reorder;
   size_t offset = 0;
 };
@@ -591,6 +603,9 @@ struct Conv2DRunner::DnnlCache {
 
   mutable std::mutex mu;
   std::map<Key, std::shared_ptr<DnnlEntry>> entries;  // Guarded by mu.
+  // Inputs in bfloat16 (Note [bfloat16 convolutions]); set before the
+  // first run.
+  bool bf16 = false;
 
   static Key MakeKey(const Conv2DGeometry& g, Pass pass) {
     return {g.batch,          g.in_rows,
@@ -614,7 +629,8 @@ struct Conv2DRunner::DnnlCache {
     }
     // Created outside the lock: creation may take a while, and a duplicate
     // made by a racing thread is harmless.
-    auto entry = Create(g, pass);
+    auto entry = bf16 ? Create(g, pass, true) : nullptr;
+    if (entry == nullptr || !entry->ok) entry = Create(g, pass, false);
     std::lock_guard<std::mutex> l(mu);
     if (entries.size() >= kMaxEntries) entries.clear();
     return entries.emplace(key, std::move(entry)).first->second;
@@ -622,12 +638,23 @@ struct Conv2DRunner::DnnlCache {
 
   // Activations in the caller's layout, the filter in whatever layout
   // oneDNN prefers (Note [Convolution back-ends]).
+  // With `bf16`, the pass's inputs are bfloat16 and its output fp32.
   static dnnl::primitive_desc MakePrimitiveDesc(
-      const Conv2DGeometry& g, Pass pass, const dnnl::primitive_attr& attr) {
-    const auto src = ActivationDesc(g, g.in_depth, g.in_rows, g.in_cols);
-    const auto dst = ActivationDesc(g, g.out_depth, g.out_rows, g.out_cols);
+      const Conv2DGeometry& g, Pass pass, const dnnl::primitive_attr& attr,
+      bool bf16) {
+    using dt = dnnl::memory::data_type;
+    const dt in = bf16 ? dt::bf16 : dt::f32;
+    auto activation = [&](int64_t depth, int64_t rows, int64_t cols, dt t) {
+      return dnnl::memory::desc({g.batch, depth, rows, cols}, t,
+                                g.channels_first ? Tag::nchw : Tag::nhwc);
+    };
+    const auto src = activation(g.in_depth, g.in_rows, g.in_cols,
+                                pass == Pass::kBackwardInput ? dt::f32 : in);
+    const auto dst = activation(g.out_depth, g.out_rows, g.out_cols,
+                                pass == Pass::kForward ? dt::f32 : in);
     const auto weights = dnnl::memory::desc(
-        WeightsDesc(g).dims(), dnnl::memory::data_type::f32, Tag::any);
+        WeightsDesc(g).dims(), pass == Pass::kBackwardFilter ? dt::f32 : in,
+        Tag::any);
     const dnnl::memory::dims strides = {g.stride_rows, g.stride_cols};
     const dnnl::memory::dims dilates = {g.dilation_rows - 1,
                                         g.dilation_cols - 1};
@@ -636,9 +663,15 @@ struct Conv2DRunner::DnnlCache {
     const auto prop = pass == Pass::kForward
                           ? dnnl::prop_kind::forward_inference
                           : dnnl::prop_kind::forward_training;
+    // The backward passes' forward hint has every tensor in the input type.
+    const bool forward = pass == Pass::kForward;
     dnnl::convolution_forward::primitive_desc fwd(
         dnnl::convolution_forward::desc(
-            prop, dnnl::algorithm::convolution_direct, src, weights, dst,
+            prop, dnnl::algorithm::convolution_direct,
+            forward ? src : activation(g.in_depth, g.in_rows, g.in_cols, in),
+            forward ? weights
+                    : dnnl::memory::desc(WeightsDesc(g).dims(), in, Tag::any),
+            forward ? dst : activation(g.out_depth, g.out_rows, g.out_cols, in),
             strides, dilates, pad_l, pad_r),
         attr, DnnlEngine());
     switch (pass) {
@@ -689,20 +722,34 @@ struct Conv2DRunner::DnnlCache {
             arg(DNNL_ARG_DIFF_WEIGHTS, true, weights, pd.diff_weights_desc())};
   }
 
-  static std::shared_ptr<DnnlEntry> Create(const Conv2DGeometry& g, Pass pass) {
+  static std::shared_ptr<DnnlEntry> Create(const Conv2DGeometry& g, Pass pass,
+                                           bool bf16) {
     auto e = std::make_shared<DnnlEntry>();
     e->threads = ThreadsFor(g);
     ScopedOmpThreads threads(e->threads, /*reserve_cores=*/false);
     try {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const dnnl::primitive_desc pd = MakePrimitiveDesc(g, pass, attr);
+      const dnnl::primitive_desc pd = MakePrimitiveDesc(g, pass, attr, bf16);
+      // Emulated bf16 (no native instructions) is slower than fp32.
+      if (bf16 &&
+          std::string(pd.impl_info_str()).find("bf16") == std::string::npos) {
+        return nullptr;
+      }
       e->conv = dnnl::primitive(pd);
       e->args = ArgsOf(g, pass, pd);
       size_t scratch = pd.scratchpad_desc().get_size();
       for (DnnlArg& a : e->args) {
         a.reordered = a.user != a.conv;
         if (!a.reordered) continue;
+        a.plain_bf16 =
+            !a.output && a.user.dims().size() == 4 &&
+            a.conv ==
+                dnnl::memory::desc(a.user.dims(), dnnl::memory::data_type::bf16,
+                                   g.channels_first ? Tag::nchw : Tag::nhwc) &&
+            a.user ==
+                dnnl::memory::desc(a.user.dims(), dnnl::memory::data_type::f32,
+                                   g.channels_first ? Tag::nchw : Tag::nhwc);
         dnnl::reorder::primitive_desc rpd(
             DnnlEngine(), a.output ? a.conv : a.user, DnnlEngine(),
             a.output ? a.user : a.conv, attr);
@@ -759,7 +806,11 @@ struct Conv2DRunner::DnnlCache {
       user_mem[i] = mem(a.user, user[i]);
       conv_mem[i] = a.reordered ? mem(a.conv, buffer + a.offset) : user_mem[i];
       conv_args.emplace(a.arg, conv_mem[i]);
-      if (a.reordered && !a.output) {
+      if (a.plain_bf16) {
+        ConvertToBf16Parallel(
+            user[i], static_cast<int64_t>(a.user.get_size() / sizeof(float)),
+            reinterpret_cast<uint16_t*>(buffer + a.offset), e.threads);
+      } else if (a.reordered && !a.output) {
         a.reorder.execute(stream, {{DNNL_ARG_FROM, user_mem[i]},
                                    {DNNL_ARG_TO, conv_mem[i]},
                                    {DNNL_ARG_SCRATCHPAD, scratchpad}});
@@ -878,6 +929,8 @@ Conv2DRunner::Conv2DRunner(ConvBackend backend)
     : backend_(backend), dnnl_(std::make_unique<DnnlCache>()) {}
 
 Conv2DRunner::~Conv2DRunner() = default;
+
+void Conv2DRunner::SetBf16Compute(bool on) { dnnl_->bf16 = on; }
 
 int Conv2DRunner::NumCachedPrimitives() const {
   std::lock_guard<std::mutex> l(dnnl_->mu);

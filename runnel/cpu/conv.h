@@ -167,6 +167,12 @@ class Conv2DRunner {
                       const double* out_backprop, double* filter_backprop,
                       ThreadPool* pool);
 
+  // Float passes on oneDNN take their inputs in bfloat16 and accumulate and
+  // write fp32 (Note [bfloat16 convolutions] in conv.cc) where the CPU has
+  // native bf16 instructions; elsewhere they stay fp32. Call before the
+  // first pass runs.
+  void SetBf16Compute(bool on);
+
   // Number of cached oneDNN primitives (for tests).
   int NumCachedPrimitives() const;
 

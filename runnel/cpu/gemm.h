@@ -46,6 +46,15 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
           int64_t ldb, int64_t beta, int64_t* c, int64_t ldc,
           int max_threads = 0);
 
+// C = op(A) * op(B) (alpha 1, beta 0) with A and B rounded to bfloat16 and
+// the products accumulated in fp32 (Note [bfloat16 GEMM] in gemm.cc).
+// Returns false, leaving C untouched, when this CPU has no native bfloat16
+// dot products or oneDNN has no kernel for the shape; the caller then runs
+// Gemm. Empty products return false too. Same preconditions as Gemm.
+bool GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+              const float* a, int64_t lda, const float* b, int64_t ldb,
+              float* c, int64_t ldc, int max_threads = 0);
+
 // The default number of threads a GEMM may use: RUNNEL_NUM_THREADS if set,
 // else OpenMP's default (OMP_NUM_THREADS or the number of cores).
 int GemmNumThreads();

@@ -12,6 +12,14 @@
 
 namespace runnel {
 
+// Internal attrs ('_'-prefixed, allowed on any node) that graph passes set
+// for kernels to read.
+//
+// kBf16ComputeAttr (bool): compute the node's products in bfloat16 with fp32
+// accumulation where the CPU can (runnel/graph/mixed_precision.h sets it on
+// float MatMul and Conv2D nodes, their fused forms and conv gradients).
+inline constexpr char kBf16ComputeAttr[] = "_runnel_bf16";
+
 struct NodeProperties {
   std::string name;
   std::string op;

@@ -11,6 +11,7 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/graph/algorithm.h"
+#include "runnel/graph/mixed_precision.h"
 #include "runnel/graph/remapper.h"
 
 namespace runnel {
@@ -418,9 +419,11 @@ StatusOr<int> FoldConstantsWithState(const GraphOptimizerOptions& options,
 }  // namespace
 
 std::string GraphOptimizationStats::ToString() const {
-  return absl::StrCat("nodes ", nodes_before, " -> ", nodes_after, " (cse ",
-                      cse_merged, ", folded ", constants_folded, ", dead ",
-                      dead_nodes_removed, ", fused ", contractions_fused, ")");
+  return absl::StrCat(
+      "nodes ", nodes_before, " -> ", nodes_after, " (cse ", cse_merged,
+      ", folded ", constants_folded, ", dead ", dead_nodes_removed, ", fused ",
+      contractions_fused,
+      bf16_marked > 0 ? absl::StrCat(", bf16 ", bf16_marked) : "", ")");
 }
 
 GraphOptimizerOptions GraphOptimizerOptionsFromProto(
@@ -440,8 +443,12 @@ GraphOptimizerOptions GraphOptimizerOptionsFromProto(
     const GraphOptions& proto) {
   GraphOptimizerOptions o =
       GraphOptimizerOptionsFromProto(proto.optimizer_options());
-  o.remapping = proto.rewrite_options().remapping() != RewriterConfig::OFF &&
+  const RewriterConfig& rewrite = proto.rewrite_options();
+  o.remapping = rewrite.remapping() != RewriterConfig::OFF &&
                 RemappingEnabledByEnvironment();
+  o.bf16_compute =
+      rewrite.auto_mixed_precision_onednn_bfloat16() == RewriterConfig::ON ||
+      rewrite.auto_mixed_precision_mkl() == RewriterConfig::ON;
   return o;
 }
 
@@ -551,6 +558,7 @@ Status OptimizeGraph(const GraphOptimizerOptions& options, Graph* g,
   if (options.remapping) {
     ASSIGN_OR_RETURN(s.contractions_fused, FuseContractions(g, options.keep));
   }
+  if (options.bf16_compute) s.bf16_marked = MarkBf16Compute(g);
   s.nodes_after = g->num_nodes();
   return absl::OkStatus();
 }

@@ -73,6 +73,9 @@ struct GraphOptimizerOptions {
   // After the rounds: fuse contractions with their bias and activation
   // (runnel/graph/remapper.h). Off here; on in what GraphOptions give.
   bool remapping = false;
+  // Last: mark float products for bfloat16 compute
+  // (runnel/graph/mixed_precision.h).
+  bool bf16_compute = false;
 };
 
 // What OptimizeGraph did.
@@ -85,8 +88,10 @@ struct GraphOptimizationStats {
   int fold_too_large = 0;      // Outputs left unfolded by the size cap.
   int fold_failures = 0;       // Foldable subgraphs whose evaluation failed.
   int contractions_fused = 0;  // Fused nodes made by the remapper.
+  int bf16_marked = 0;         // Products marked for bfloat16 compute.
   int rounds = 0;
-  // "nodes 42 -> 30 (cse 5, folded 3, dead 9, fused 2)".
+  // "nodes 42 -> 30 (cse 5, folded 3, dead 9, fused 2)", and ", bf16 N"
+  // when the bfloat16 pass marked N products.
   std::string ToString() const;
 };
 
@@ -97,7 +102,9 @@ struct GraphOptimizationStats {
 GraphOptimizerOptions GraphOptimizerOptionsFromProto(
     const OptimizerOptions& proto);
 // The same from GraphOptions, with remapping on unless
-// rewrite_options.remapping is OFF or RUNNEL_REMAPPING=0.
+// rewrite_options.remapping is OFF or RUNNEL_REMAPPING=0, and bf16_compute
+// on when rewrite_options.auto_mixed_precision_onednn_bfloat16 (or _mkl)
+// is ON.
 GraphOptimizerOptions GraphOptimizerOptionsFromProto(const GraphOptions& proto);
 
 // Runs the enabled passes over `g` (a pruned graph: fetches are _Retval

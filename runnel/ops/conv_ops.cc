@@ -366,6 +366,11 @@ class ConvKernelBase : public OpKernel {
  public:
   explicit ConvKernelBase(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, ParseConvAttrs(c->attrs(), &attrs_));
+    // Set by the bfloat16 pass (runnel/graph/mixed_precision.h).
+    bool bf16 = false;
+    if (c->GetAttr(kBf16ComputeAttr, &bf16).ok() && bf16) {
+      runner_.SetBf16Compute(true);
+    }
   }
 
  protected:

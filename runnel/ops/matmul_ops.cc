@@ -75,6 +75,9 @@ class MatMulKernel : public OpKernel {
   explicit MatMulKernel(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("transpose_a", &transpose_a_));
     OP_REQUIRES_OK(c, c->GetAttr("transpose_b", &transpose_b_));
+    // Set by the bfloat16 pass (runnel/graph/mixed_precision.h): compute in
+    // bf16 with fp32 accumulation where the CPU can.
+    if (!c->GetAttr(kBf16ComputeAttr, &bf16_).ok()) bf16_ = false;
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -96,6 +99,14 @@ class MatMulKernel : public OpKernel {
     Tensor* out;
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({m, n}), &out));
     if (out->NumElements() == 0) return;
+    if constexpr (std::is_same_v<T, float>) {
+      if (bf16_ &&
+          cpu::GemmBf16(transpose_a_, transpose_b_, m, n, k, a.data<T>(),
+                        LeadingDim(a.dim_size(1)), b.data<T>(),
+                        LeadingDim(b.dim_size(1)), out->data<T>(), n)) {
+        return;
+      }
+    }
     cpu::Gemm(transpose_a_, transpose_b_, m, n, k, T(1), a.data<T>(),
               LeadingDim(a.dim_size(1)), b.data<T>(), LeadingDim(b.dim_size(1)),
               T(0), out->data<T>(), n);
@@ -104,6 +115,7 @@ class MatMulKernel : public OpKernel {
  private:
   bool transpose_a_ = false;
   bool transpose_b_ = false;
+  bool bf16_ = false;
 };
 
 #define REGISTER_MATMUL(T)                                      \

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "runnel/cpu/bf16.h"
 #include "runnel/graph/remapper.h"
 #include "runnel/runnel.h"
 #include "runnel/training/layers.h"
@@ -111,27 +112,36 @@ struct RunResult {
   // In the training step's graph and in a forward-only step's.
   int fused_matmuls = 0, fused_convs = 0;
   int forward_fused_matmuls = 0, forward_fused_convs = 0;
+  int bf16_nodes = 0;  // In the training step's graph.
   float forward_loss = 0;
 };
 
-void CountFused(const RunMetadata& metadata, int* matmuls, int* convs) {
+void CountFused(const RunMetadata& metadata, int* matmuls, int* convs,
+                int* bf16 = nullptr) {
   for (const GraphDef& g : metadata.partition_graphs()) {
     for (const NodeDef& n : g.node()) {
       *matmuls += n.op() == "_FusedMatMul";
       *convs += n.op() == "_FusedConv2D";
+      if (bf16 != nullptr) {
+        auto it = n.attr().find(kBf16ComputeAttr);
+        *bf16 += it != n.attr().end() && it->second.b();
+      }
     }
   }
 }
 
 // Initialises, then trains `steps` steps on fixed data, with the remapper
-// on or off.
+// on or off, and optionally the bfloat16 pass.
 RunResult Train(const Scope& root, const Model& m, const Tensor& x,
-                const Tensor& y, bool fuse, int steps) {
+                const Tensor& y, bool fuse, int steps, bool bf16 = false) {
   RunResult r;
   SessionOptions options;
-  options.config.mutable_graph_options()
-      ->mutable_rewrite_options()
-      ->set_remapping(fuse ? RewriterConfig::ON : RewriterConfig::OFF);
+  RewriterConfig* rewrite =
+      options.config.mutable_graph_options()->mutable_rewrite_options();
+  rewrite->set_remapping(fuse ? RewriterConfig::ON : RewriterConfig::OFF);
+  if (bf16) {
+    rewrite->set_auto_mixed_precision_onednn_bfloat16(RewriterConfig::ON);
+  }
   ClientSession session(root, options);
   std::vector<Tensor> out;
   EXPECT_OK(session.Run({}, {}, {m.init}, &out));
@@ -153,7 +163,9 @@ RunResult Train(const Scope& root, const Model& m, const Tensor& x,
                           {m.train}, &out, &metadata));
     if (out.empty()) return r;
     r.losses.push_back(out[0].scalar<float>());
-    if (s == 0) CountFused(metadata, &r.fused_matmuls, &r.fused_convs);
+    if (s == 0) {
+      CountFused(metadata, &r.fused_matmuls, &r.fused_convs, &r.bf16_nodes);
+    }
   }
   std::vector<Output> reads;
   for (const Variable& v : TrainableVariables(root)) reads.push_back(v.value());
@@ -234,6 +246,45 @@ TEST(FusionTest, ConvolutionsWithBiasAndBatchNormTrainAlike) {
     EXPECT_EQ(fused.forward_fused_convs, Expected(2));
     EXPECT_EQ(plain.fused_convs + plain.forward_fused_convs, 0);
     ExpectClose(fused, plain);
+  }
+}
+
+// The bfloat16 pass (runnel/graph/mixed_precision.h): every product of the
+// training step is marked, and training follows the fp32 run closely (the
+// products' inputs keep 8 mantissa bits; everything else is fp32).
+TEST(Bf16ComputeTest, TrainsCloseToFp32) {
+  for (bool cnn : {false, true}) {
+    SCOPED_TRACE(cnn ? "CNN" : "dense");
+    Scope root = Scope::NewRootScope();
+    Model m;
+    Tensor x, y;
+    if (cnn) {
+      BuildCnn(root, false, &m);
+      x = Uniform(TensorShape({4, 7, 7, 3}), 11), y = Labels(4);
+    } else {
+      BuildDense(root, &m);
+      x = Uniform(TensorShape({8, 12}), 5), y = Labels(8);
+    }
+    const RunResult bf16 = Train(root, m, x, y, true, 6, /*bf16=*/true);
+    const RunResult fp32 = Train(root, m, x, y, true, 6);
+    // Dense: 8 forward products and their 15 gradient products. CNN: 2
+    // convolutions, 3 conv gradients, 3 dense products.
+    EXPECT_EQ(bf16.bf16_nodes, cnn ? 8 : 23);
+    EXPECT_EQ(fp32.bf16_nodes, 0);
+    ASSERT_EQ(bf16.losses.size(), fp32.losses.size());
+    double most = 0;
+    for (size_t i = 0; i < fp32.losses.size(); ++i) {
+      EXPECT_NEAR(bf16.losses[i], fp32.losses[i],
+                  2e-2 * (1 + std::abs(fp32.losses[i])))
+          << "step " << i;
+      most = std::max<double>(most, std::abs(bf16.losses[i] - fp32.losses[i]));
+    }
+    EXPECT_LT(bf16.losses.back(), bf16.losses.front());
+    if (cpu::HasAvx512Bf16()) {
+      EXPECT_GT(most, 0) << "bfloat16 products gave the fp32 losses exactly";
+    } else {
+      EXPECT_EQ(most, 0) << "without AVX512-BF16 the products stay fp32";
+    }
   }
 }
 
