@@ -162,8 +162,11 @@ inline bool HasFlag(int argc, char** argv, const char* flag) {
 // Session options for a benchmark's step: with `bf16`, the products run in
 // bfloat16 with fp32 accumulation (rewrite_options
 // .auto_mixed_precision_onednn_bfloat16, runnel/graph/mixed_precision.h).
-inline SessionOptions StepSessionOptions(bool bf16) {
+inline SessionOptions StepSessionOptions(bool bf16, int inter_op = 0) {
   SessionOptions options;
+  if (inter_op > 0) {
+    options.config.set_inter_op_parallelism_threads(inter_op);
+  }
   if (bf16) {
     options.config.mutable_graph_options()
         ->mutable_rewrite_options()

@@ -58,8 +58,9 @@ int Main(int argc, char** argv) {
   Check(sgd.Minimize(root, loss, {}, nullptr, &train), "build training ops");
   auto init = training::GlobalVariablesInitializer(root);
   Check(root.status(), "build graph");
-  ClientSession session(root,
-                        StepSessionOptions(HasFlag(argc, argv, "--bf16")));
+  ClientSession session(
+      root, StepSessionOptions(HasFlag(argc, argv, "--bf16"),
+                               FlagValue(argc, argv, "--inter_op", 0)));
   std::vector<Tensor> out;
   Check(session.Run({}, {}, {init}, &out), "initialise");
 

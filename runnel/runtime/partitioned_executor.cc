@@ -47,7 +47,8 @@ StatusOr<std::unique_ptr<PartitionedExecutor>> PartitionedExecutor::Create(
   for (Partition& p : pe->partitions_) {
     ExecutorParams params;
     params.device = p.device;
-    params.pool = CpuThreadPool();
+    params.pool = options.inter_op_pool != nullptr ? options.inter_op_pool
+                                                   : CpuThreadPool();
     params.dead_inputs_possible = pe->has_control_flow_;
     Device* device = p.device;
     // A partition's nodes were re-imported from its GraphDef; their kernels

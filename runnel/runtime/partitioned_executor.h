@@ -50,6 +50,10 @@ class PartitionedExecutor {
         create_kernel;
     // Whitepaper §5.2: Recvs start as late as their consumers allow.
     bool scheduling_for_recvs = false;
+    // Where expensive nodes and async kernels run (the session's inter-op
+    // pool, ConfigProto.inter_op_parallelism_threads); null: the process's
+    // CPU pool. Must outlive the executor.
+    ThreadPool* inter_op_pool = nullptr;
   };
 
   // `graph` has every node assigned to a device of `devices` (which must

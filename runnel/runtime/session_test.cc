@@ -192,6 +192,61 @@ TEST(SessionTest, ManyThreadsRunOneSession) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// ConfigProto.inter_op_parallelism_threads: the session runs its ops on a
+// pool of its own of that many threads (1: every expensive op on one
+// thread). Concurrent steps and a TF training graph still run right.
+TEST(SessionTest, InterOpThreadsOptionGivesTheSessionItsOwnPool) {
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE(threads);
+    SessionOptions options;
+    options.config.set_inter_op_parallelism_threads(threads);
+    auto made = NewSession(options);
+    ASSERT_TRUE(made.ok()) << made.status();
+    std::unique_ptr<Session> session = std::move(*made);
+    ASSERT_OK(session->Create(Text(kGraph)));
+    std::atomic<int> failures{0};
+    std::vector<std::thread> clients;
+    for (int t = 0; t < 4; ++t) {
+      clients.emplace_back([&, t] {
+        for (int i = 0; i < 100; ++i) {
+          std::vector<Tensor> out;
+          const float v = static_cast<float>(t * 1000 + i);
+          Status s = session->Run({{"x", Tensor::FromVector<float>({v, -v})}},
+                                  {"z", "y"}, {}, &out);
+          if (!s.ok() || out[0].flat<float>()[0] != 2 * v + 2 ||
+              out[1].flat<float>()[0] != 2 * v) {
+            failures.fetch_add(1);
+          }
+        }
+      });
+    }
+    for (auto& c : clients) c.join();
+    EXPECT_EQ(failures.load(), 0);
+
+    GraphDef g;
+    ASSERT_OK(ReadGraphDefFile(
+        TestData("graphs/tf_regression_training/model.pb"), &g));
+    auto trainer = NewSession(options);
+    ASSERT_TRUE(trainer.ok());
+    ASSERT_OK((*trainer)->Create(g));
+    std::vector<Tensor> out;
+    ASSERT_OK((*trainer)->Run({}, {}, {"init"}, &out));
+    std::vector<float> xs(100), ys(100);
+    for (int i = 0; i < 100; ++i) {
+      xs[i] = static_cast<float>(i) / 50.0f - 1.0f;
+      ys[i] = 0.1f * xs[i] + 0.3f;
+    }
+    for (int step = 0; step < 201; ++step) {
+      ASSERT_OK((*trainer)->Run({{"x", Tensor::FromVector<float>(xs)},
+                                 {"y", Tensor::FromVector<float>(ys)}},
+                                {}, {"train"}, &out));
+    }
+    ASSERT_OK((*trainer)->Run({}, {"w", "b"}, {}, &out));
+    EXPECT_NEAR(out[0].flat<float>()[0], 0.1f, 1e-3f);
+    EXPECT_NEAR(out[1].flat<float>()[0], 0.3f, 1e-3f);
+  }
+}
+
 TEST(SessionTest, SoftPlacementAndBadDevices) {
   GraphDef g = Text(R"pb(
     node {
