@@ -527,10 +527,10 @@ enum class Pass { kForward, kBackwardInput, kBackwardFilter };
 
 using Tag = dnnl::memory::format_tag;
 
-dnnl::memory::desc ActivationDesc(const Conv2DGeometry& g, int64_t depth,
-                                  int64_t rows, int64_t cols) {
-  return dnnl::memory::desc({g.batch, depth, rows, cols},
-                            dnnl::memory::data_type::f32,
+dnnl::memory::desc ActivationDesc(
+    const Conv2DGeometry& g, int64_t depth, int64_t rows, int64_t cols,
+    dnnl::memory::data_type type = dnnl::memory::data_type::f32) {
+  return dnnl::memory::desc({g.batch, depth, rows, cols}, type,
                             g.channels_first ? Tag::nchw : Tag::nhwc);
 }
 
@@ -556,7 +556,8 @@ struct DnnlArg {
   bool reordered = false;
   // The reorder only rounds fp32 to bfloat16 in the same layout: done by
   // ConvertToBf16Parallel instead (oneDNN's reorder took 0.35 ms for W3's
-  // 1.6 MB activations, ~7x longer).
+  // 1.6 MB activations; a W3 step's reorders fell from ~1.9 to ~0.2 ms in
+  // DNNL_VERBOSE's totals).
   bool plain_bf16 = false;
   dnnl::primitive reorder;
   size_t offset = 0;
@@ -645,8 +646,7 @@ struct Conv2DRunner::DnnlCache {
     using dt = dnnl::memory::data_type;
     const dt in = bf16 ? dt::bf16 : dt::f32;
     auto activation = [&](int64_t depth, int64_t rows, int64_t cols, dt t) {
-      return dnnl::memory::desc({g.batch, depth, rows, cols}, t,
-                                g.channels_first ? Tag::nchw : Tag::nhwc);
+      return ActivationDesc(g, depth, rows, cols, t);
     };
     const auto src = activation(g.in_depth, g.in_rows, g.in_cols,
                                 pass == Pass::kBackwardInput ? dt::f32 : in);
@@ -742,14 +742,11 @@ struct Conv2DRunner::DnnlCache {
       for (DnnlArg& a : e->args) {
         a.reordered = a.user != a.conv;
         if (!a.reordered) continue;
-        a.plain_bf16 =
-            !a.output && a.user.dims().size() == 4 &&
-            a.conv ==
-                dnnl::memory::desc(a.user.dims(), dnnl::memory::data_type::bf16,
-                                   g.channels_first ? Tag::nchw : Tag::nhwc) &&
-            a.user ==
-                dnnl::memory::desc(a.user.dims(), dnnl::memory::data_type::f32,
-                                   g.channels_first ? Tag::nchw : Tag::nhwc);
+        const auto& dims = a.user.dims();
+        a.plain_bf16 = !a.output && dims.size() == 4 &&
+                       a.user == ActivationDesc(g, dims[1], dims[2], dims[3]) &&
+                       a.conv == ActivationDesc(g, dims[1], dims[2], dims[3],
+                                                dnnl::memory::data_type::bf16);
         dnnl::reorder::primitive_desc rpd(
             DnnlEngine(), a.output ? a.conv : a.user, DnnlEngine(),
             a.output ? a.user : a.conv, attr);

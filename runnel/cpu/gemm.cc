@@ -267,34 +267,33 @@ MatmulCache& Matmuls() {
   return *cache;
 }
 
-// C = op(A) * op(B) on a cached matmul primitive (A and B are bfloat16 bits
-// when shape.bf16); false if there is none for this shape.
-bool RunMatmul(const MatmulCache::Shape& shape, const void* a, const void* b,
-               float* c) {
-  std::shared_ptr<const MatmulCache::Entry> e = Matmuls().Get(shape);
-  if (e == nullptr) return false;
+// Runs cached primitive `e` on A and B (bfloat16 bits for a bf16 entry),
+// writing C.
+void RunMatmulEntry(const MatmulCache::Entry& e, const void* a, const void* b,
+                    float* c) {
   thread_local AlignedBuffer scratch;
-  const size_t need = e->scratchpad.get_size();
+  const size_t need = e.scratchpad.get_size();
   if (need > scratch.size) scratch = AlignedBuffer(need);
   const dnnl::engine& eng = DnnlEngine();
   dnnl::stream stream(eng);
-  e->primitive.execute(
-      stream,
-      {{DNNL_ARG_SRC, dnnl::memory(e->a, eng, const_cast<void*>(a))},
-       {DNNL_ARG_WEIGHTS, dnnl::memory(e->b, eng, const_cast<void*>(b))},
-       {DNNL_ARG_DST, dnnl::memory(e->c, eng, c)},
-       {DNNL_ARG_SCRATCHPAD,
-        dnnl::memory(e->scratchpad, eng, scratch.data.get())}});
+  e.primitive.execute(
+      stream, {{DNNL_ARG_SRC, dnnl::memory(e.a, eng, const_cast<void*>(a))},
+               {DNNL_ARG_WEIGHTS, dnnl::memory(e.b, eng, const_cast<void*>(b))},
+               {DNNL_ARG_DST, dnnl::memory(e.c, eng, c)},
+               {DNNL_ARG_SCRATCHPAD,
+                dnnl::memory(e.scratchpad, eng, scratch.data.get())}});
   stream.wait();
-  return true;
 }
 
 // C = A * B^T on a cached fp32 matmul primitive.
 bool MatmulAbt(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                const float* b, int64_t ldb, float* c, int64_t ldc,
                int threads) {
-  return RunMatmul({false, true, false, m, n, k, lda, ldb, ldc, threads}, a, b,
-                   c);
+  const std::shared_ptr<const MatmulCache::Entry> e =
+      Matmuls().Get({false, true, false, m, n, k, lda, ldb, ldc, threads});
+  if (e == nullptr) return false;
+  RunMatmulEntry(*e, a, b, c);
+  return true;
 }
 
 }  // namespace
@@ -348,7 +347,8 @@ bool GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   ScopedOmpThreads threads(t);
   const MatmulCache::Shape shape = {trans_a, trans_b, true, m,   n,
                                     k,       lda,     ldb,  ldc, t};
-  if (Matmuls().Get(shape) == nullptr) return false;
+  const std::shared_ptr<const MatmulCache::Entry> e = Matmuls().Get(shape);
+  if (e == nullptr) return false;
   // The stored matrices, rows x leading dimension each.
   const int64_t a_size = (trans_a ? k : m) * lda;
   const int64_t b_size = (trans_b ? n : k) * ldb;
@@ -362,7 +362,8 @@ bool GemmBf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
   // Memory-bound: split over the cores this product holds.
   ConvertToBf16Parallel(a, a_size, ap, t);
   ConvertToBf16Parallel(b, b_size, bp, t);
-  return RunMatmul(shape, ap, bp, c);
+  RunMatmulEntry(*e, ap, bp, c);
+  return true;
 }
 
 void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
