@@ -21,7 +21,11 @@
 // --health_check_ms N: while a step of this server's master runs, a task
 // that does not answer GetStatus within N ms (default 5000; 0: no checks)
 // fails the step with Unavailable naming it (a hung task, not only a dead
-// one, ends the step).
+// one, ends the step). --memory_limit_mb N caps the tensor memory of the
+// whole server, as `runnel run --memory_limit_mb` does: an allocation past it
+// fails its step with ResourceExhausted, and no tensor decoded from a request
+// (a feed, a constant) may be larger, so a few bytes declaring a huge shape
+// are refused at once instead of being zero-filled.
 //
 // It prints one line when it is serving, then runs until a signal:
 //   runnel server: /job:worker/replica:0/task:0 listening on 127.0.0.1:2223
@@ -30,6 +34,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -39,6 +44,8 @@
 #include "runnel/distributed/cluster_spec.h"
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/distributed/server.h"
+#include "runnel/framework/allocator.h"
+#include "runnel/framework/tensor.h"
 
 namespace runnel {
 namespace {
@@ -51,7 +58,7 @@ int ServerUsage() {
          "[--mpi_host H]\n"
          "                     [--device_count CPU=N] [--tls_cert F "
          "--tls_key F --tls_ca F] [--untrusted]\n"
-         "                     [--health_check_ms N]\n";
+         "                     [--health_check_ms N] [--memory_limit_mb N]\n";
   return 2;
 }
 
@@ -70,7 +77,7 @@ void EnableGrpcSessions(const std::string& tls_cert, const std::string& tls_key,
 int ServerCommand(const std::vector<std::string>& args) {
   std::string cluster_spec, job, jobs_spec, bind = "127.0.0.1";
   std::string mpi_host = "127.0.0.1";
-  int task = -1, port = -1, port_base = 8888, health_ms = 0;
+  int task = -1, port = -1, port_base = 8888, health_ms = 0, memory_mb = 0;
   bool slurm = false, mpi = false;
   ConfigProto config;
   ServerOptions options;
@@ -98,6 +105,10 @@ int ServerCommand(const std::vector<std::string>& args) {
       options.untrusted = true;
     } else if (a == "--health_check_ms" && int_value(&health_ms, 0, 1 << 30)) {
       options.health_check_timeout_ms = health_ms;
+    } else if (a == "--memory_limit_mb" && int_value(&memory_mb, 1, 1 << 30)) {
+      SetCpuAllocatorLimit(int64_t{memory_mb} << 20);
+      SetMaxDecodedTensorBytes(
+          std::min(MaxDecodedTensorBytes(), int64_t{memory_mb} << 20));
     } else if (a == "--slurm") {
       slurm = true;
     } else if (a == "--mpi") {

@@ -105,4 +105,41 @@ if command -v mpirun >/dev/null; then
 else
   echo "FAIL: mpirun not found (Debian's openmpi-bin)"; exit 1
 fi
+# 3. --memory_limit_mb: a 60-byte constant declaring 2^24 floats (64 MiB)
+# is refused by a server capped at 16 MiB, and the same graph with 1000
+# floats runs.
+big_graph() {  # N
+  cat <<PB
+node { name: "c" op: "Const" device: "/job:worker/task:0"
+  attr { key: "dtype" value { type: DT_FLOAT } }
+  attr { key: "value" value { tensor { dtype: DT_FLOAT
+    tensor_shape { dim { size: $1 } } float_val: 0.5 } } } }
+node { name: "axis" op: "Const" device: "/job:worker/task:0"
+  attr { key: "dtype" value { type: DT_INT32 } }
+  attr { key: "value" value { tensor { dtype: DT_INT32
+    tensor_shape { } int_val: 0 } } } }
+node { name: "sum" op: "Sum" input: "c" input: "axis" device: "/job:worker/task:0"
+  attr { key: "T" value { type: DT_FLOAT } }
+  attr { key: "Tidx" value { type: DT_INT32 } } }
+PB
+}
+big_graph 16777216 >"$work/big.pbtxt"
+big_graph 1000 >"$work/small.pbtxt"
+read -r p0 <<<"$(free_ports 1)"
+"$runnel" server --cluster "worker=127.0.0.1:$p0" --job worker --task 0 \
+  --memory_limit_mb 16 >"$work/capped.log" 2>&1 &
+pids+=($!)
+wait_listening "$work/capped.log"
+if out=$("$runnel" run "$work/big.pbtxt" --fetch sum --timeout_ms 20000 \
+           --master "grpc://127.0.0.1:$p0" 2>&1); then
+  echo "FAIL (--memory_limit_mb): a 64 MiB constant ran: $out"; exit 1
+fi
+echo "$out" | grep -q "over the limit of 16777216 bytes" ||
+  { echo "FAIL (--memory_limit_mb): wrong error: $out"; exit 1; }
+echo "ok: --memory_limit_mb 16 refuses a 64 MiB constant"
+got=$("$runnel" run "$work/small.pbtxt" --fetch sum --timeout_ms 20000 \
+        --master "grpc://127.0.0.1:$p0")
+[ "$got" = "sum (float []): 500" ] ||
+  { echo "FAIL (--memory_limit_mb): small graph gave '$got'"; exit 1; }
+echo "ok: --memory_limit_mb 16 runs a 4000-byte constant: $got"
 echo "cluster_cli_test: all passed"

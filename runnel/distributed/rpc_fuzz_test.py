@@ -16,9 +16,9 @@ python3-protobuf (hence /usr/bin/python3) and /usr/bin/protoc 3.21. Python
 modules are generated from REPO/proto/*.proto into a temporary directory.
 
 One server (`runnel server --cluster worker=127.0.0.1:0 --job worker --task
-0`, under RLIMIT_AS --server-mem-mb, 8192) gets N calls (default 3000),
-round-robin over all 21 methods of both services (raw bytes, identity
-serializers). Each body starts as a valid serialized request built from live
+0 --memory_limit_mb MB/4`, under RLIMIT_AS --server-mem-mb MB, 8192) gets
+N calls (default 3000), round-robin over all 21 methods of both services
+(raw bytes, identity serializers). Each body starts as a valid serialized request built from live
 state (a session, its graph version and callables, registered worker graphs,
 a worker session, the device's incarnation, real-looking rendezvous keys;
 RecvTensor mostly asks for a tensor that a RunGraph has just left in the
@@ -253,6 +253,12 @@ class Server:
         self.binary = binary
         self.args = [binary, "server", "--cluster", "worker=127.0.0.1:0",
                      "--job", "worker", "--task", "0"]
+        if mem_mb > 0:
+            # The server's own cap, a quarter of the address space: a
+            # 34-byte feed declaring [2^30] floats is refused at once
+            # instead of zero-filling 4 GiB, which took over 5 s on a
+            # loaded machine (a "hang" that was only a memset).
+            self.args += ["--memory_limit_mb", str(max(1, mem_mb // 4))]
         self.log_path = os.path.join(tmpdir, "server-%d.log" %
                                      int(time.time() * 1e6))
         self.mem_mb = mem_mb
