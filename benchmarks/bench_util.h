@@ -64,7 +64,14 @@ inline std::unique_ptr<Session> SessionFromText(const std::string& pbtxt) {
 // needs (not the first layer's, which nothing consumes). Element-wise work is
 // not counted, so 100% is out of reach by that much. The peak is an FMA loop
 // on every core (as ../shared/peers/peak.cpp measures it), in the widest
-// vectors the machine has, measured by the same process just before.
+// vectors the machine has, measured by the same process before and after
+// the timed steps; the higher one counts. One measurement is not enough:
+// the loop's speed moves with the machine's state (335-500 GFLOP/s within
+// an hour on this 2-vCPU machine), and just after the steps OpenMP workers
+// may still spin against it (a W4 run once reported 142%). A SAME
+// convolution counts every tap of its window, padding included, as the
+// peers count it, so a convolution alone can pass 100% (W3's conv2 at
+// 14x14 computes ~84% of its nominal taps).
 
 namespace internal {
 
@@ -185,6 +192,10 @@ inline int FlagValue(int argc, char** argv, const char* flag, int fallback) {
 
 // Op time per op type over the traced steps in `traces` (each a step's
 // RunMetadata), printed to stderr, most time first: where a step goes.
+// A product's time includes its wait for the core budget while another
+// product holds the cores (runnel/cpu/omp_threads.h), so products that ran
+// side by side count that time twice; benchmarks/step_products times each
+// product alone.
 inline void PrintOpProfile(const char* workload,
                            const std::vector<RunMetadata>& traces) {
   StepStats all;

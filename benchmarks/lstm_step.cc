@@ -7,6 +7,8 @@
 // samples) instead, the OSDI paper's way to make large vocabularies cheap;
 // `--while_loop` runs the LSTM as a while loop of LSTMBlockCell steps
 // instead of one BlockLSTM op; `--profile` prints op times of one step.
+// With the full softmax it also prints gflops= and pct_of_peak= (Note
+// [Percent of peak] in bench_util.h).
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -21,6 +23,7 @@ namespace runnel::bench {
 namespace {
 
 int Main(int argc, char** argv) {
+  const double peak_before = MeasurePeakGflops();  // Note [Percent of peak]
   examples::LstmLmConfig c;
   bool profile = false;  // --profile: op time per op type, from step stats.
   for (int i = 1; i < argc; ++i) {
@@ -108,6 +111,17 @@ int Main(int argc, char** argv) {
                t.back() * 1e3);
   Report(name.c_str(), "step_time", Median(t) * 1e3, "ms");
   Report(name.c_str(), "throughput", c.steps * c.batch / Median(t), "words/s");
+  if (!c.sampled_softmax) {
+    // The products (Note [Percent of peak] in bench_util.h): per time step
+    // the gates [x, h] . W, and the full softmax's logits over all
+    // positions; each once forward and twice backward (weights and inputs).
+    const double rows = double(c.steps) * c.batch;
+    const double flops =
+        3 * (GemmFlops(rows, 4.0 * c.hidden, c.embedding + c.hidden) +
+             GemmFlops(rows, c.vocab, c.hidden));
+    ReportPeakShare(name.c_str(), flops, Median(t),
+                    std::max(peak_before, MeasurePeakGflops()));
+  }
   return 0;
 }
 
