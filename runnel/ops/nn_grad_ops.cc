@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "runnel/cpu/cwise.h"
 #include "runnel/cpu/integer.h"
+#include "runnel/cpu/isa.h"
 #include "runnel/cpu/parallel.h"
 #include "runnel/framework/op.h"
 #include "runnel/framework/op_kernel.h"
@@ -86,6 +87,7 @@ backprops = gradients * (features > 0). `features` may be the Relu's input
 or its output.)doc");
 template <typename T>
 struct ReluGradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* g, const T* f, T* out, int64_t n) const {
     for (int64_t i = 0; i < n; ++i) out[i] = f[i] > T(0) ? g[i] : T(0);
   }
@@ -100,6 +102,7 @@ backprops = gradients * (features > 0) * (features < 6). `features` may be
 the Relu6's input or its output.)doc");
 template <typename T>
 struct Relu6GradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* g, const T* f, T* out, int64_t n) const {
     for (int64_t i = 0; i < n; ++i) {
       out[i] = (f[i] > T(0) && f[i] < T(6)) ? g[i] : T(0);
@@ -116,6 +119,7 @@ backprops = gradients * (outputs + 1) where outputs < 0, gradients
 elsewhere; `outputs` are the Elu's outputs.)doc");
 template <typename T>
 struct EluGradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* g, const T* y, T* out, int64_t n) const {
     for (int64_t i = 0; i < n; ++i) {
       out[i] = y[i] < T(0) ? g[i] * (y[i] + T(1)) : g[i];
@@ -146,6 +150,7 @@ REGISTER_BINARY_GRAD_OP("TanhGrad", "y", "dy", "z",
 z = dy * (1 - y * y), where y = tanh(x).)doc");
 template <typename T>
 struct TanhGradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* y, const T* dy, T* out, int64_t n) const {
     for (int64_t i = 0; i < n; ++i) out[i] = dy[i] * (T(1) - y[i] * y[i]);
   }
@@ -159,6 +164,7 @@ REGISTER_BINARY_GRAD_OP(
 z = dy * y * (1 - y), where y = sigmoid(x).)doc");
 template <typename T>
 struct SigmoidGradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* y, const T* dy, T* out, int64_t n) const {
     for (int64_t i = 0; i < n; ++i) out[i] = dy[i] * y[i] * (T(1) - y[i]);
   }
@@ -173,6 +179,7 @@ backprops = gradients / (1 + abs(features))^2; `features` are the Softsign's
 inputs.)doc");
 template <typename T>
 struct SoftsignGradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* g, const T* f, T* out, int64_t n) const {
     ConstEigenVec<T> gv(g, n), fv(f, n);
     EigenVec<T> ov(out, n);
@@ -189,6 +196,7 @@ backprops = gradients * (outputs + scale * alpha) where outputs < 0,
 gradients * scale elsewhere; `outputs` are the Selu's outputs.)doc");
 template <typename T>
 struct SeluGradBlock {
+  RUNNEL_AVX512_CLONES
   void operator()(const T* g, const T* y, T* out, int64_t n) const {
     const T scale = T(1.0507009873554804934193349852946);
     const T scale_alpha = T(1.7580993408473768599402175208123);

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <vector>
 
+#include "runnel/cpu/isa.h"
 #include "runnel/framework/op_kernel.h"
 #include "runnel/framework/resource_var.h"
 
@@ -172,8 +173,9 @@ struct GradientDescentRule {
 
   // var -= alpha * delta
   template <typename T>
-  void Apply(const std::array<T*, 1>& p, const std::array<T, 1>& s, const T* g,
-             int64_t begin, int64_t end) const {
+  RUNNEL_AVX512_CLONES void Apply(const std::array<T*, 1>& p,
+                                  const std::array<T, 1>& s, const T* g,
+                                  int64_t begin, int64_t end) const {
     T* var = p[0];
     const T alpha = s[0];
     for (int64_t i = begin; i < end; ++i) var[i] -= alpha * g[i];
@@ -196,8 +198,9 @@ struct MomentumRule {
   // var -= lr * accum                                  (plain)
   // var -= lr * grad + lr * momentum * accum           (Nesterov)
   template <typename T>
-  void Apply(const std::array<T*, 2>& p, const std::array<T, 2>& s, const T* g,
-             int64_t begin, int64_t end) const {
+  RUNNEL_AVX512_CLONES void Apply(const std::array<T*, 2>& p,
+                                  const std::array<T, 2>& s, const T* g,
+                                  int64_t begin, int64_t end) const {
     T* var = p[0];
     T* accum = p[1];
     const T lr = s[0], momentum = s[1];
