@@ -144,6 +144,18 @@ inline double MeasurePeakGflops(int threads = 0, int reps = 3,
   return Median(gflops);
 }
 
+// The FMA peak measured when made and again by Final(), the higher of the
+// two (Note [Percent of peak]): make one before the timed steps.
+class PeakMeter {
+ public:
+  PeakMeter() : before_(MeasurePeakGflops()) {}
+  double before() const { return before_; }
+  double Final() const { return std::max(before_, MeasurePeakGflops()); }
+
+ private:
+  double before_;
+};
+
 // Prints "<workload> runnel gflops=... GFLOP/s" and "... pct_of_peak=... %"
 // for a step of `flops` FLOP taking `seconds` (Note [Percent of peak]).
 inline void ReportPeakShare(const char* workload, double flops, double seconds,

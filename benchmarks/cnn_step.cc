@@ -28,7 +28,7 @@ training::LayerOptions TorchInit(const char* name) {
 }
 
 int Main(int argc, char** argv) {
-  const double peak_before = MeasurePeakGflops();  // Note [Percent of peak]
+  const PeakMeter peak;  // Note [Percent of peak]
   const bool profile = HasFlag(argc, argv, "--profile");
   auto data = LoadMnistSplit(kFashionMnistDir, "train");
   Check(data.status(), "load Fashion-MNIST");
@@ -93,8 +93,7 @@ int Main(int argc, char** argv) {
   const double conv2 = GemmFlops(b * 14 * 14, 64, 5 * 5 * 32);
   const double fc1 = GemmFlops(b, 1024, 3136), fc2 = GemmFlops(b, 10, 1024);
   const double flops = 2 * (conv1 + conv2 + fc1 + fc2) + conv2 + fc1 + fc2;
-  ReportPeakShare("cnn_step", flops, Median(t),
-                  std::max(peak_before, MeasurePeakGflops()));
+  ReportPeakShare("cnn_step", flops, Median(t), peak.Final());
   if (profile) {
     RunOptions options;
     options.set_trace_level(RunOptions::FULL_TRACE);

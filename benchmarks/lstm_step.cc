@@ -23,7 +23,7 @@ namespace runnel::bench {
 namespace {
 
 int Main(int argc, char** argv) {
-  const double peak_before = MeasurePeakGflops();  // Note [Percent of peak]
+  const PeakMeter peak;  // Note [Percent of peak]
   examples::LstmLmConfig c;
   bool profile = false;  // --profile: op time per op type, from step stats.
   for (int i = 1; i < argc; ++i) {
@@ -119,8 +119,7 @@ int Main(int argc, char** argv) {
     const double flops =
         3 * (GemmFlops(rows, 4.0 * c.hidden, c.embedding + c.hidden) +
              GemmFlops(rows, c.vocab, c.hidden));
-    ReportPeakShare(name.c_str(), flops, Median(t),
-                    std::max(peak_before, MeasurePeakGflops()));
+    ReportPeakShare(name.c_str(), flops, Median(t), peak.Final());
   }
   return 0;
 }

@@ -17,7 +17,6 @@
 // whole core budget and nothing else running, which is the best case in a
 // step too: on 2 cores the core budget (runnel/cpu/omp_threads.h) lets one
 // product's team run at a time.
-#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -136,9 +135,7 @@ void ReportAll(const char* workload, const std::vector<Product>& products,
 int Main(int argc, char** argv) {
   const int reps = FlagValue(argc, argv, "--reps", 200);
   std::mt19937 rng(1);
-  // The FMA peak moves with the machine's state (Note [Percent of peak]):
-  // measured before and after, the higher one counts.
-  const double peak_before = MeasurePeakGflops();
+  const PeakMeter peak_meter;  // Note [Percent of peak]
   // W2: 784-512-512-10, batch 128 (mlp_step's FLOP count: forward, every
   // weight gradient, the input gradients of layers 2 and 3).
   const int64_t b2 = 128;
@@ -167,9 +164,9 @@ int Main(int argc, char** argv) {
       TimeMatMul("fc1_dx", b3, 3136, 1024, false, true, reps, &rng),
       TimeMatMul("fc2_dx", b3, 1024, 10, false, true, reps, &rng),
   };
-  const double peak = std::max(peak_before, MeasurePeakGflops());
+  const double peak = peak_meter.Final();
   std::fprintf(stderr, "# peak %.1f GFLOP/s (before: %.1f)\n", peak,
-               peak_before);
+               peak_meter.before());
   ReportAll("w2", w2, peak);
   ReportAll("w3", w3, peak);
   return 0;

@@ -142,7 +142,6 @@
 #include "google/protobuf/text_format.h"
 #include "runnel/base/env.h"
 #include "runnel/base/json.h"
-#include "runnel/framework/allocator.h"
 #include "runnel/framework/tensor.h"
 #include "runnel/graph/graph_def.h"
 #include "runnel/graph/tensor_id.h"
@@ -433,10 +432,7 @@ int Run(const std::vector<std::string>& args) {
     } else if (a == "--memory_limit_mb" && value(&v)) {
       int64_t mb = 0;
       if (!ParseMiB(a, v, &mb)) return 2;
-      // Every tensor comes from the CPU allocator, so its limit bounds the
-      // run; a decoded constant may not take more than the whole budget.
-      SetCpuAllocatorLimit(mb << 20);
-      SetMaxDecodedTensorBytes(std::min(MaxDecodedTensorBytes(), mb << 20));
+      SetTensorMemoryLimit(mb << 20);
     } else if (a == "--step_memory_limit_mb" && value(&v)) {
       int64_t mb = 0;
       if (!ParseMiB(a, v, &mb)) return 2;

@@ -34,7 +34,6 @@
 
 #include <signal.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -44,7 +43,6 @@
 #include "runnel/distributed/cluster_spec.h"
 #include "runnel/distributed/grpc_session.h"
 #include "runnel/distributed/server.h"
-#include "runnel/framework/allocator.h"
 #include "runnel/framework/tensor.h"
 
 namespace runnel {
@@ -106,9 +104,7 @@ int ServerCommand(const std::vector<std::string>& args) {
     } else if (a == "--health_check_ms" && int_value(&health_ms, 0, 1 << 30)) {
       options.health_check_timeout_ms = health_ms;
     } else if (a == "--memory_limit_mb" && int_value(&memory_mb, 1, 1 << 30)) {
-      SetCpuAllocatorLimit(int64_t{memory_mb} << 20);
-      SetMaxDecodedTensorBytes(
-          std::min(MaxDecodedTensorBytes(), int64_t{memory_mb} << 20));
+      SetTensorMemoryLimit(int64_t{memory_mb} << 20);
     } else if (a == "--slurm") {
       slurm = true;
     } else if (a == "--mpi") {

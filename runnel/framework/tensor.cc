@@ -1,5 +1,6 @@
 #include "runnel/framework/tensor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstring>
@@ -280,6 +281,11 @@ int64_t MaxDecodedTensorBytes() {
 }
 void SetMaxDecodedTensorBytes(int64_t bytes) {
   g_max_decoded_tensor_bytes.store(bytes, std::memory_order_relaxed);
+}
+
+void SetTensorMemoryLimit(int64_t bytes) {
+  SetCpuAllocatorLimit(bytes);
+  SetMaxDecodedTensorBytes(std::min(MaxDecodedTensorBytes(), bytes));
 }
 
 StatusOr<Tensor> Tensor::FromProto(const TensorProto& proto) {

@@ -233,6 +233,12 @@ void NormalizeBools(Tensor* t);
 int64_t MaxDecodedTensorBytes();
 void SetMaxDecodedTensorBytes(int64_t bytes);
 
+// A process's tensor memory limit (the tools' --memory_limit_mb): caps the
+// CPU allocator at `bytes` (SetCpuAllocatorLimit) and lowers
+// MaxDecodedTensorBytes to at most `bytes`, so no decoded tensor may take
+// more than the whole budget. Thread-safe.
+void SetTensorMemoryLimit(int64_t bytes);
+
 }  // namespace runnel
 
 #endif  // RUNNEL_FRAMEWORK_TENSOR_H_

@@ -179,7 +179,6 @@ backprops = gradients / (1 + abs(features))^2; `features` are the Softsign's
 inputs.)doc");
 template <typename T>
 struct SoftsignGradBlock {
-  RUNNEL_AVX512_CLONES
   void operator()(const T* g, const T* f, T* out, int64_t n) const {
     ConstEigenVec<T> gv(g, n), fv(f, n);
     EigenVec<T> ov(out, n);
